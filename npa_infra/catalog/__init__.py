@@ -1,0 +1,1 @@
+"""The tool catalog: built-in tools, image pins, and loading a catalog file."""

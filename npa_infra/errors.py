@@ -1,0 +1,109 @@
+"""The one error tree of npa-infra.
+
+Every failure a user can cause or meet is an ``NpaError``: a one-sentence
+``message`` in user terms, a ``remedy`` naming the next command, an
+``exit_code`` scripts can rely on, and JSON-safe ``details`` (never a secret).
+
+    NpaError
+    ├── UsageError            bad flags or arguments (exit 2)
+    ├── SpecError             the workflow spec is invalid (exit 1); carries located issues
+    ├── RenderError           a valid plan cannot be rendered for SkyPilot (exit 1)
+    ├── ConfigError           local configuration or environment is missing or wrong (exit 1)
+    │   └── MissingSecretError    a --secret-env name has no value anywhere we may look
+    └── NotYetAvailableError  the capability is planned but not built in this version (exit 1)
+
+``InvariantError`` is a bug, not a user error: it derives from ``RuntimeError``
+and is never caught below the CLI's top-level handler.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from npa_infra.spec.issues import SpecIssue
+
+__all__ = [
+    "ConfigError",
+    "InvariantError",
+    "MissingSecretError",
+    "NotYetAvailableError",
+    "NpaError",
+    "RenderError",
+    "SpecError",
+    "UsageError",
+]
+
+JsonDetails = dict[str, object]
+
+
+class NpaError(Exception):
+    """Base of every expected failure: a message, a remedy and an exit code."""
+
+    exit_code: int = 1
+    category: str = "error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        remedy: str = "",
+        exit_code: int | None = None,
+        details: JsonDetails | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.remedy = remedy
+        if exit_code is not None:
+            self.exit_code = exit_code
+        self.details: JsonDetails = dict(details or {})
+
+
+class UsageError(NpaError):
+    """The command line itself is wrong."""
+
+    exit_code = 2
+    category = "usage"
+
+
+class SpecError(NpaError):
+    """The spec failed validation; ``issues`` holds every located problem."""
+
+    category = "spec"
+
+    def __init__(self, issues: list[SpecIssue], *, source: str = "") -> None:
+        first = issues[0].message if issues else "invalid spec"
+        super().__init__(
+            f"{len(issues)} problem(s) in {source or 'spec'}: {first}",
+            remedy="fix the listed fields, then rerun `npa workbench workflow validate-spec`",
+        )
+        self.issues = issues
+        self.source = source
+
+
+class RenderError(NpaError):
+    """A valid plan cannot be turned into SkyPilot task YAML."""
+
+    category = "render"
+
+
+class ConfigError(NpaError):
+    """Local configuration or environment is missing or inconsistent."""
+
+    category = "config"
+
+
+class MissingSecretError(ConfigError):
+    """A requested secret name has no value in the environment or the stack."""
+
+    category = "secret"
+
+
+class NotYetAvailableError(NpaError):
+    """A capability this version does not provide yet."""
+
+    category = "unavailable"
+
+
+class InvariantError(RuntimeError):
+    """An internal invariant was broken: a bug in npa-infra, never user input."""

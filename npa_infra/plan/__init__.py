@@ -1,0 +1,1 @@
+"""Planning: the flat list of steps, waves, decisions and the plan fingerprint."""

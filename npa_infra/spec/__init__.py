@@ -1,0 +1,1 @@
+"""Workflow specs: loading with positions, the model, validation and tokens."""

@@ -1,0 +1,1 @@
+"""Orchestration of spec commands: validate, plan, render, plan-only submit."""
