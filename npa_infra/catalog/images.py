@@ -97,7 +97,7 @@ def image_name_for_tool(tool_ref: str) -> str | None:
 
 def catalog_image(name: str, registry: str) -> str:
     """``<registry>/<name>:<tag>``, or ``@<digest>`` when a digest is pinned."""
-    pin = IMAGE_PINS[name]
+    pin = IMAGE_PINS.get(name) or ImagePin(name, IMAGE_PINS["npa-workbench"].tag)
     ref = f"{registry.rstrip('/')}/{pin.name}"
     return f"{ref}@{pin.digest}" if pin.digest else f"{ref}:{pin.tag}"
 

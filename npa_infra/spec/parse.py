@@ -387,7 +387,10 @@ def parse_document(doc: LoadedDocument) -> ParseResult:
     if initial is not None and not isinstance(initial, str):
         c.error(("initial",), f"expected str, got {type_name(initial)}")
         initial = None
-    if c.issues or not states:
+    # Keep going after field-level problems so later phases report independent
+    # mistakes too; without states (or with a broken top level) there is nothing to check.
+    top_level_broken = any(i.path in ("$", "$.states", "$.apiVersion") for i in c.issues)
+    if not states or top_level_broken:
         return ParseResult(None, c)
     spec = model.Spec(
         api_version=str(api_version),

@@ -1,0 +1,41 @@
+# One command sets up and runs the main job; one sets up and passes the tests.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SHARED := $(abspath ../shared)
+STAMP := $(VENV)/.installed
+export NPA_HOME ?= $(CURDIR)/.npa-demo
+
+ifneq ($(wildcard $(SHARED)/spec-corpus),)
+export NPA_SPEC_CORPUS ?= $(SHARED)/spec-corpus
+endif
+ifneq ($(wildcard $(SHARED)/design/tool-catalog.json),)
+export NPA_TOOL_CATALOG ?= $(SHARED)/design/tool-catalog.json
+endif
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/npa workbench workflow submit workflows/main/sim2real.yaml --plan-only
+
+lint: $(STAMP)
+	$(BIN)/ruff format --check npa_infra preflight tests bench
+	$(BIN)/ruff check npa_infra preflight tests bench
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+test: lint
+	$(BIN)/python -m pytest
+
+bench: $(STAMP)
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV) .npa-demo build .pytest_cache .mypy_cache .ruff_cache .hypothesis

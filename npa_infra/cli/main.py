@@ -1,0 +1,55 @@
+"""The ``npa`` entry point: the root command group and the top-level error handler."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import typer
+
+from npa_infra.cli import workflow
+
+__all__ = ["app", "run"]
+
+app = typer.Typer(
+    name="npa",
+    help="Run multi-stage ML workflows on SkyPilot managed jobs over Kubernetes, safely.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    pretty_exceptions_show_locals=False,
+    rich_markup_mode=None,
+)
+workbench = typer.Typer(help="Operator commands for workflows.", no_args_is_help=True, rich_markup_mode=None)
+workbench.add_typer(workflow.app, name="workflow")
+app.add_typer(workbench, name="workbench")
+
+
+@app.callback()
+def _root(
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks for unexpected errors."),
+) -> None:
+    """npa-infra: validate, plan, render and launch npa.workflow specs."""
+    if debug:
+        os.environ["NPA_DEBUG"] = "1"
+
+
+def run() -> None:
+    """Console-script entry: expected failures exit with their code, the rest with one line."""
+    try:
+        app()
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        sys.stderr.write("Interrupted.\n")
+        raise SystemExit(130) from None
+    except Exception as exc:  # the one top-level handler (style.md rule 8)
+        if os.environ.get("NPA_DEBUG"):
+            raise
+        sys.stderr.write(f"Error: unexpected {type(exc).__name__}: {str(exc)[:300]}\n")
+        sys.stderr.write("Hint: rerun with --debug and report the traceback\n")
+        raise SystemExit(1) from None
+
+
+if __name__ == "__main__":  # pragma: no cover
+    run()

@@ -1,0 +1,69 @@
+"""Printing for the CLI: data on stdout, messages on stderr, never a traceback.
+
+``fail`` renders an ``NpaError``: with ``--json`` one JSON document on
+stdout, otherwise ``Error: …`` and ``Hint: …`` on stderr (located spec
+issues as readable blocks with the offending line and a caret).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+from npa_infra.errors import NpaError, SpecError
+from npa_infra.spec.issues import SpecIssue, format_issue, issue_json
+
+__all__ = ["emit_json", "fail", "out", "warn", "warn_issues"]
+
+
+def out(text: str = "") -> None:
+    sys.stdout.write(text + "\n")
+
+
+def warn(text: str) -> None:
+    sys.stderr.write(text + "\n")
+
+
+def emit_json(payload: Any) -> None:
+    sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def _lines(label: str) -> list[str] | None:
+    try:
+        path = Path(label)
+        if path.is_file() and path.stat().st_size < 8 * 1024 * 1024:
+            return path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    return None
+
+
+def warn_issues(issues: list[SpecIssue], label: str) -> None:
+    lines = _lines(label) if issues else None
+    for issue in issues:
+        warn("warning: " + format_issue(issue, label, lines))
+
+
+def fail(exc: NpaError, *, as_json: bool, extra: dict[str, Any] | None = None) -> NoReturn:
+    if isinstance(exc, SpecError):
+        if as_json:
+            emit_json({"status": "invalid", "errors": [issue_json(i) for i in exc.issues]})
+        else:
+            lines = _lines(exc.source)
+            for issue in exc.issues:
+                warn(format_issue(issue, exc.source or "spec", lines))
+                warn("")
+            warn(f"Error: {len(exc.issues)} problem(s) found in {exc.source}")
+            warn(f"Hint: {exc.remedy}")
+        raise SystemExit(exc.exit_code)
+    if as_json:
+        emit_json({"status": "error", **(extra or {}),
+                   "error": {"category": exc.category, "message": exc.message, "remedy": exc.remedy,
+                             "details": exc.details}})
+    else:
+        warn(f"Error: {exc.message}")
+        if exc.remedy:
+            warn(f"Hint: {exc.remedy}")
+    raise SystemExit(exc.exit_code)

@@ -1,0 +1,1 @@
+"""Rendering plans to SkyPilot 0.12 task YAML."""
