@@ -12,8 +12,8 @@ from dataclasses import dataclass
 __all__ = [
     "DEFAULT_REGISTRY",
     "IMAGE_PINS",
-    "ImagePin",
     "TOOL_IMAGE_PREFIXES",
+    "ImagePin",
     "build_command",
     "catalog_image",
     "image_name_for_tool",

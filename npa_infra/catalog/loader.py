@@ -26,14 +26,20 @@ def _entry(raw: object, index: int, label: str) -> ToolEntry:
         raise ConfigError(f"{label}: entry {index} is not an object with a 'name'", remedy=_REMEDY)
     argv = raw.get("argv_template", [])
     if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
-        raise ConfigError(f"{label}: entry {raw['name']!r} has a malformed argv_template", remedy=_REMEDY)
+        raise ConfigError(
+            f"{label}: entry {raw['name']!r} has a malformed argv_template", remedy=_REMEDY
+        )
     defaults = raw.get("config_defaults") or {}
     omit = raw.get("omit_flags_when_empty") or []
     if not isinstance(defaults, dict) or not isinstance(omit, list):
-        raise ConfigError(f"{label}: entry {raw['name']!r} has malformed defaults or flags", remedy=_REMEDY)
+        raise ConfigError(
+            f"{label}: entry {raw['name']!r} has malformed defaults or flags", remedy=_REMEDY
+        )
     mode = str(raw.get("multi_node_mode") or "forbidden")
     if mode not in ("forbidden", "sharded"):
-        raise ConfigError(f"{label}: entry {raw['name']!r} has multi_node_mode {mode!r}", remedy=_REMEDY)
+        raise ConfigError(
+            f"{label}: entry {raw['name']!r} has multi_node_mode {mode!r}", remedy=_REMEDY
+        )
     return ToolEntry(
         name=raw["name"],
         argv_template=tuple(argv),

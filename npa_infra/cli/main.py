@@ -20,7 +20,9 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
     rich_markup_mode=None,
 )
-workbench = typer.Typer(help="Operator commands for workflows.", no_args_is_help=True, rich_markup_mode=None)
+workbench = typer.Typer(
+    help="Operator commands for workflows.", no_args_is_help=True, rich_markup_mode=None
+)
 workbench.add_typer(workflow.app, name="workflow")
 app.add_typer(workbench, name="workbench")
 

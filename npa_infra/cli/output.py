@@ -59,9 +59,18 @@ def fail(exc: NpaError, *, as_json: bool, extra: dict[str, Any] | None = None) -
             warn(f"Hint: {exc.remedy}")
         raise SystemExit(exc.exit_code)
     if as_json:
-        emit_json({"status": "error", **(extra or {}),
-                   "error": {"category": exc.category, "message": exc.message, "remedy": exc.remedy,
-                             "details": exc.details}})
+        emit_json(
+            {
+                "status": "error",
+                **(extra or {}),
+                "error": {
+                    "category": exc.category,
+                    "message": exc.message,
+                    "remedy": exc.remedy,
+                    "details": exc.details,
+                },
+            }
+        )
     else:
         warn(f"Error: {exc.message}")
         if exc.remedy:

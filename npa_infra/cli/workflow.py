@@ -19,15 +19,27 @@ if TYPE_CHECKING:
 
 __all__ = ["app"]
 
-app = typer.Typer(help="Validate, plan and submit npa.workflow specs.", no_args_is_help=True,
-                  rich_markup_mode=None)
+app = typer.Typer(
+    help="Validate, plan and submit npa.workflow specs.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
 
 SpecArg = Annotated[Path, typer.Argument(help="Path to an npa.workflow spec.", show_default=False)]
-VarOpt = Annotated[list[str] | None, typer.Option("--var", help="Config override KEY=VALUE (repeatable).")]
+VarOpt = Annotated[
+    list[str] | None, typer.Option("--var", help="Config override KEY=VALUE (repeatable).")
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
-CatalogOpt = Annotated[Path | None, typer.Option("--catalog", help="Tool catalog JSON (else NPA_TOOL_CATALOG).")]
-AssumeOpt = Annotated[str | None, typer.Option(
-    "--assume-decision", help="promote_checkpoint | promote | loop_back | loop_back_to_inner_loop")]
+CatalogOpt = Annotated[
+    Path | None, typer.Option("--catalog", help="Tool catalog JSON (else NPA_TOOL_CATALOG).")
+]
+AssumeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--assume-decision",
+        help="promote_checkpoint | promote | loop_back | loop_back_to_inner_loop",
+    ),
+]
 
 
 def _guard(as_json: bool):  # type: ignore[no-untyped-def]  # returns a context manager
@@ -46,12 +58,16 @@ def _guard(as_json: bool):  # type: ignore[no-untyped-def]  # returns a context 
 
 
 @app.command("validate-spec")
-def validate_spec(spec: SpecArg, var: VarOpt = None, catalog: CatalogOpt = None, as_json: JsonOpt = False) -> None:
+def validate_spec(
+    spec: SpecArg, var: VarOpt = None, catalog: CatalogOpt = None, as_json: JsonOpt = False
+) -> None:
     """Validate a spec; report every problem with file:line:col and a hint."""
     from npa_infra.workflow import api, options
 
     with _guard(as_json):
-        report = api.validate_spec(spec, variables=options.parse_vars(var or []), catalog_path=catalog)
+        report = api.validate_spec(
+            spec, variables=options.parse_vars(var or []), catalog_path=catalog
+        )
     if as_json:
         output.emit_json(report.to_json())
         return
@@ -71,22 +87,32 @@ def _print_plan(report: PlanReport) -> None:
         output.out(f"waves: {len(report.waves)}")
         for w in report.waves:
             names = ", ".join(s.task_name for s in w.steps)
-            extra = f" maxConcurrency={w.max_concurrency} batches={w.batches}" if w.kind == "parallel" else ""
+            extra = (
+                f" maxConcurrency={w.max_concurrency} batches={w.batches}"
+                if w.kind == "parallel"
+                else ""
+            )
             output.out(f"{w.index:02d}. [{w.kind}] {w.name}: {names}{extra}")
     else:
         for i, step in enumerate(plan.steps, start=1):
-            output.out(f"{i:02d}. {step.task_name.replace(f'-{step.iteration}', f'#{step.iteration}') if step.iteration else step.state} {step.summary()}")
+            output.out(
+                f"{i:02d}. {step.task_name.replace(f'-{step.iteration}', f'#{step.iteration}') if step.iteration else step.state} {step.summary()}"
+            )
     output.out(f"fingerprint: {report.fingerprint}")
 
 
 @app.command("plan-spec")
 def plan_spec(
     spec: SpecArg,
-    run_id: Annotated[str | None, typer.Option("--run-id", help="Run id (default <name>-plan).")] = None,
+    run_id: Annotated[
+        str | None, typer.Option("--run-id", help="Run id (default <name>-plan).")
+    ] = None,
     assume_decision: AssumeOpt = None,
     var: VarOpt = None,
     waves: Annotated[bool, typer.Option("--waves", help="Group steps into launch waves.")] = False,
-    max_concurrency: Annotated[int, typer.Option("--max-concurrency", min=0, help="Batch cap (0 = none).")] = 0,
+    max_concurrency: Annotated[
+        int, typer.Option("--max-concurrency", min=0, help="Batch cap (0 = none).")
+    ] = 0,
     catalog: CatalogOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -95,8 +121,12 @@ def plan_spec(
 
     with _guard(as_json):
         report = api.plan_spec(
-            spec, run_id=run_id, assume_decision=options.check_assumption(assume_decision),
-            variables=options.parse_vars(var or []), with_waves=waves, max_concurrency=max_concurrency,
+            spec,
+            run_id=run_id,
+            assume_decision=options.check_assumption(assume_decision),
+            variables=options.parse_vars(var or []),
+            with_waves=waves,
+            max_concurrency=max_concurrency,
             catalog_path=catalog,
         )
     if as_json:
@@ -115,9 +145,15 @@ def _print_submit(report: SubmitReport) -> None:
         if report.plan.assume_decision:
             output.out(f"assume_decision: {report.plan.assume_decision}")
     for job, path in zip(report.jobs, report.yaml_paths, strict=True):
-        tasks = [str(d.get("name")) for d in job.documents[1:]] if job.documents and "execution" in job.documents[0] else []
+        tasks = (
+            [str(d.get("name")) for d in job.documents[1:]]
+            if job.documents and "execution" in job.documents[0]
+            else []
+        )
         shown = ", ".join(tasks[:6]) + (f", … (+{len(tasks) - 6})" if len(tasks) > 6 else "")
-        output.out(f"job {job.job_name} [{job.execution}] {len(tasks) or len(job.documents)} task(s): {shown}")
+        output.out(
+            f"job {job.job_name} [{job.execution}] {len(tasks) or len(job.documents)} task(s): {shown}"
+        )
         output.out(f"  yaml: {path}")
     images = sorted({i for j in report.jobs for i in j.images})
     if images:
@@ -134,24 +170,49 @@ def _print_submit(report: SubmitReport) -> None:
 def submit(
     spec: Annotated[Path, typer.Argument(help="An npa.workflow spec or a raw SkyPilot task YAML.")],
     run_id: Annotated[str | None, typer.Option("--run-id", help="Explicit run id.")] = None,
-    resume_run: Annotated[str | None, typer.Option("--resume-run", help="Re-enter an existing run.")] = None,
-    plan_only: Annotated[bool, typer.Option("--plan-only", help="Plan and render; launch nothing.")] = False,
+    resume_run: Annotated[
+        str | None, typer.Option("--resume-run", help="Re-enter an existing run.")
+    ] = None,
+    plan_only: Annotated[
+        bool, typer.Option("--plan-only", help="Plan and render; launch nothing.")
+    ] = False,
     runtime: Annotated[bool, typer.Option("--runtime", help="One managed job per wave.")] = False,
     var: VarOpt = None,
     assume_decision: AssumeOpt = None,
-    image: Annotated[str | None, typer.Option("--image", help="Image for all steps (none = no image).")] = None,
-    image_override: Annotated[list[str] | None, typer.Option(
-        "--image-override", "--tool-image", help="TOOL_REF=IMAGE, exact or prefix (repeatable).")] = None,
-    registry: Annotated[str | None, typer.Option("--registry", help="Registry for catalog images.")] = None,
+    image: Annotated[
+        str | None, typer.Option("--image", help="Image for all steps (none = no image).")
+    ] = None,
+    image_override: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--image-override", "--tool-image", help="TOOL_REF=IMAGE, exact or prefix (repeatable)."
+        ),
+    ] = None,
+    registry: Annotated[
+        str | None, typer.Option("--registry", help="Registry for catalog images.")
+    ] = None,
     infra: Annotated[str | None, typer.Option("--infra", help="k8s/<exact context>.")] = None,
-    secret_env: Annotated[list[str] | None, typer.Option(
-        "--secret-env", help="Environment variable NAME passed as a SkyPilot secret (repeatable).")] = None,
-    stack: Annotated[str | None, typer.Option("--stack", "-p", "--project", help="Stack name.")] = None,
+    secret_env: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--secret-env",
+            help="Environment variable NAME passed as a SkyPilot secret (repeatable).",
+        ),
+    ] = None,
+    stack: Annotated[
+        str | None, typer.Option("--stack", "-p", "--project", help="Stack name.")
+    ] = None,
     max_concurrency: Annotated[int, typer.Option("--max-concurrency", min=0)] = 0,
-    no_accept_eula: Annotated[bool, typer.Option("--no-accept-eula", help="Clear ACCEPT_EULA=Y.")] = False,
-    render_dir: Annotated[Path | None, typer.Option("--render-dir", help="Where rendered YAML is written.")] = None,
+    no_accept_eula: Annotated[
+        bool, typer.Option("--no-accept-eula", help="Clear ACCEPT_EULA=Y.")
+    ] = False,
+    render_dir: Annotated[
+        Path | None, typer.Option("--render-dir", help="Where rendered YAML is written.")
+    ] = None,
     catalog: CatalogOpt = None,
-    output_format: Annotated[str | None, typer.Option("--output-format", help="text | json")] = None,
+    output_format: Annotated[
+        str | None, typer.Option("--output-format", help="text | json")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Plan, render and (with the launch transaction) submit a workflow."""
@@ -161,13 +222,25 @@ def submit(
     json_out = as_json or (output_format or "").lower() == "json"
     with _guard(json_out):
         if output_format and output_format.lower() not in ("text", "json"):
-            raise UsageError(f"invalid --output-format {output_format!r}", remedy="use text or json")
+            raise UsageError(
+                f"invalid --output-format {output_format!r}", remedy="use text or json"
+            )
         opts = api.SubmitOptions(
-            run_id=run_id, resume_run=resume_run, plan_only=plan_only, runtime=runtime,
-            variables=options.parse_vars(var or []), assume_decision=options.check_assumption(assume_decision),
-            image=image, image_overrides=options.parse_overrides(image_override or []), registry=registry,
-            infra=infra, secret_env=options.parse_secret_names(secret_env or []), stack=stack,
-            max_concurrency=max_concurrency, accept_eula=not no_accept_eula, render_dir=render_dir,
+            run_id=run_id,
+            resume_run=resume_run,
+            plan_only=plan_only,
+            runtime=runtime,
+            variables=options.parse_vars(var or []),
+            assume_decision=options.check_assumption(assume_decision),
+            image=image,
+            image_overrides=options.parse_overrides(image_override or []),
+            registry=registry,
+            infra=infra,
+            secret_env=options.parse_secret_names(secret_env or []),
+            stack=stack,
+            max_concurrency=max_concurrency,
+            accept_eula=not no_accept_eula,
+            render_dir=render_dir,
             catalog_path=catalog,
         )
         report = api.submit(spec, opts)

@@ -6,8 +6,8 @@ from enum import StrEnum
 
 __all__ = [
     "ALLOWED_ASSUMPTIONS",
-    "Decision",
     "PREDICATES",
+    "Decision",
     "evaluate",
     "is_allowed_assumption",
     "normalize",

@@ -18,7 +18,9 @@ __all__ = ["Plan", "PlanError", "PlanStep", "Wave"]
 class PlanError(Exception):
     """Planning failed at a located field of the spec."""
 
-    def __init__(self, path: PathKey, message: str, hint: str = "", *, state: str | None = None) -> None:
+    def __init__(
+        self, path: PathKey, message: str, hint: str = "", *, state: str | None = None
+    ) -> None:
         super().__init__(message)
         self.path = path
         self.message = message

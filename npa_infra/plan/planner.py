@@ -59,14 +59,19 @@ class Walk:
         ctx = self._ctx(self.config)
         for key, value in state.params.items():
             if isinstance(value, str):
-                overlay[key] = self._resolve(value, ctx, ("states", state.name, "params", key), state)
+                overlay[key] = self._resolve(
+                    value, ctx, ("states", state.name, "params", key), state
+                )
             else:
                 overlay[key] = value
         return overlay
 
     def _ctx(self, config: Mapping[str, Any]) -> tokens.TokenContext:
         return tokens.TokenContext(
-            config=config, run=self.run, state_outputs=self.state_outputs, loop_iterations=self.loops
+            config=config,
+            run=self.run,
+            state_outputs=self.state_outputs,
+            loop_iterations=self.loops,
         )
 
     def _resolve(self, text: str, ctx: tokens.TokenContext, path: PathKey, state: State) -> str:
@@ -112,19 +117,27 @@ class Walk:
             else:
                 shell = self._resolve(state.run.shell, ctx, (*base, "run", "shell"), state)
         outputs = tuple(
-            {"uri": self._resolve(a.uri, ctx, (*base, "outputs", i, "uri"), state), "schema": a.schema}
+            {
+                "uri": self._resolve(a.uri, ctx, (*base, "outputs", i, "uri"), state),
+                "schema": a.schema,
+            }
             for i, a in enumerate(state.outputs)
             if a.uri
         )
         inputs = tuple(
-            {"uri": self._resolve(a.uri, ctx, (*base, "inputs", i, "uri"), state), "schema": a.schema}
+            {
+                "uri": self._resolve(a.uri, ctx, (*base, "inputs", i, "uri"), state),
+                "schema": a.schema,
+            }
             for i, a in enumerate(state.inputs)
             if a.uri
         )
         trigger_uri = ""
         if state.trigger is not None:
             trigger_uri = self._resolve(state.trigger.uri, ctx, (*base, "trigger", "uri"), state)
-        raw_profile = self.spec.resources.get(state.resources) or self.spec.resources.get("default") or {}
+        raw_profile = (
+            self.spec.resources.get(state.resources) or self.spec.resources.get("default") or {}
+        )
         profile = self._deep(raw_profile, ctx, ("resources", state.resources), state)
         self.steps.append(
             PlanStep(
@@ -153,7 +166,9 @@ class Walk:
         try:
             return numbers.resolve_int(state.loop.max, self.config)
         except ValueError as exc:
-            raise PlanError(("states", state.name, "loop", "max"), str(exc), state=state.name) from None
+            raise PlanError(
+                ("states", state.name, "loop", "max"), str(exc), state=state.name
+            ) from None
 
     def transition(self, state: State) -> str:
         for tr in state.transitions:
@@ -163,7 +178,9 @@ class Walk:
                 return tr.goto
         return ""
 
-    def expand(self, name: str, *, loop_label: str = "", follow: bool = True, depth: int = 0) -> None:
+    def expand(
+        self, name: str, *, loop_label: str = "", follow: bool = True, depth: int = 0
+    ) -> None:
         """Expand ``name`` and everything its ``next``/transition chain reaches."""
         if depth > len(self.spec.states) + 1:
             raise PlanError(("states", name), "sequence nesting forms a cycle", state=name)
@@ -178,7 +195,12 @@ class Walk:
         if state.parallel:
             self.group_concurrency[state.name] = self._group_concurrency(state)
             for member in state.parallel:
-                self.step(self.spec.states[member], iteration=None, loop_label=state.name, group=state.name)
+                self.step(
+                    self.spec.states[member],
+                    iteration=None,
+                    loop_label=state.name,
+                    group=state.name,
+                )
             return self._group_next(state, follow)
         if state.sequence:
             if state.loop is not None:
@@ -242,7 +264,9 @@ class Walk:
         try:
             value = numbers.resolve_int(state.max_concurrency, self.config)
         except ValueError as exc:
-            raise PlanError(("states", state.name, "maxConcurrency"), str(exc), state=state.name) from None
+            raise PlanError(
+                ("states", state.name, "maxConcurrency"), str(exc), state=state.name
+            ) from None
         return max(1, min(value, members))
 
 

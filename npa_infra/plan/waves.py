@@ -35,8 +35,15 @@ def compute(plan: Plan, *, max_concurrency_cap: int = 0) -> list[Wave]:
             effective = min(declared, max_concurrency_cap) if max_concurrency_cap > 0 else declared
             effective = max(1, effective)
             waves.append(
-                Wave(index, "parallel", first.group, first.group, declared,
-                     math.ceil(len(members) / effective), tuple(members))
+                Wave(
+                    index,
+                    "parallel",
+                    first.group,
+                    first.group,
+                    declared,
+                    math.ceil(len(members) / effective),
+                    tuple(members),
+                )
             )
         else:
             waves.append(Wave(index, "serial", "", first.task_name, 1, 1, tuple(members)))
@@ -48,7 +55,9 @@ def job_name(run_id: str, wave: Wave | None = None, attempt: int = 1) -> str:
     base = run_id
     if wave is not None:
         base = f"{run_id}-{wave.index:02d}-{wave.name}"
-    clean = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "-_") else "-" for ch in base.lower())
+    clean = "".join(
+        ch if ch.isascii() and (ch.isalnum() or ch in "-_") else "-" for ch in base.lower()
+    )
     if wave is None:
         clean = clean.replace("_", "-")
     suffix = f"-a{attempt}" if attempt >= 2 else ""

@@ -49,8 +49,14 @@ _Dumper.add_representer(str, _str)
 
 
 def dump_documents(documents: tuple[dict[str, Any], ...]) -> str:
-    return yaml.dump_all(documents, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
-                         allow_unicode=True, width=100)
+    return yaml.dump_all(
+        documents,
+        Dumper=_Dumper,
+        sort_keys=False,
+        default_flow_style=False,
+        allow_unicode=True,
+        width=100,
+    )
 
 
 def _check_placeholders(doc: dict[str, Any], task: str) -> None:
@@ -67,7 +73,9 @@ def _check_placeholders(doc: dict[str, Any], task: str) -> None:
             )
 
 
-def _tasks(steps: tuple[PlanStep, ...], s: RenderSettings) -> tuple[list[dict[str, Any]], list[str]]:
+def _tasks(
+    steps: tuple[PlanStep, ...], s: RenderSettings
+) -> tuple[list[dict[str, Any]], list[str]]:
     docs, imgs = [], []
     for step in steps:
         doc, image = render_task(step, s)
@@ -78,24 +86,35 @@ def _tasks(steps: tuple[PlanStep, ...], s: RenderSettings) -> tuple[list[dict[st
     return docs, imgs
 
 
-def _job(name: str, wave: int | None, execution: str, steps: tuple[PlanStep, ...],
-         s: RenderSettings) -> RenderedJob:
+def _job(
+    name: str, wave: int | None, execution: str, steps: tuple[PlanStep, ...], s: RenderSettings
+) -> RenderedJob:
     docs, imgs = _tasks(steps, s)
     documents = ({"name": name, "execution": execution}, *docs)
-    return RenderedJob(name, wave, execution, documents, tuple(dict.fromkeys(imgs)),
-                       dump_documents(documents))
+    return RenderedJob(
+        name, wave, execution, documents, tuple(dict.fromkeys(imgs)), dump_documents(documents)
+    )
 
 
-def render_plan(plan: Plan, s: RenderSettings, *, runtime: bool, max_concurrency_cap: int = 0) -> list[RenderedJob]:
+def render_plan(
+    plan: Plan, s: RenderSettings, *, runtime: bool, max_concurrency_cap: int = 0
+) -> list[RenderedJob]:
     """Render the whole plan: one job (one-shot) or one job per wave batch (runtime)."""
-    baked = str(s.config.get("require_baked_npa") or "").strip().lower() not in ("", "0", "false", "no")
+    baked = str(s.config.get("require_baked_npa") or "").strip().lower() not in (
+        "",
+        "0",
+        "false",
+        "no",
+    )
     if baked and not _SHA40.match(str(s.config.get("source_sha") or "")):
         raise RenderError(
             "config.require_baked_npa is enabled but config.source_sha is not 40 hex characters",
             remedy="pass --var source_sha=<the git commit baked into the images>",
         )
     if not plan.steps:
-        raise RenderError("the plan has no steps to render", remedy="check initial and the state graph")
+        raise RenderError(
+            "the plan has no steps to render", remedy="check initial and the state graph"
+        )
     if not runtime:
         return [_job(waves_mod.job_name(plan.run_id), None, "serial", plan.steps, s)]
     jobs: list[RenderedJob] = []
@@ -106,8 +125,10 @@ def render_plan(plan: Plan, s: RenderSettings, *, runtime: bool, max_concurrency
             continue
         size = max(1, -(-len(wave.steps) // wave.batches))
         for b in range(wave.batches):
-            batch = wave.steps[b * size:(b + 1) * size]
+            batch = wave.steps[b * size : (b + 1) * size]
             if batch:
                 suffix = f"-b{b + 1}" if wave.batches > 1 else ""
-                jobs.append(_job(name[: 60 - len(suffix)] + suffix, wave.index, "parallel", batch, s))
+                jobs.append(
+                    _job(name[: 60 - len(suffix)] + suffix, wave.index, "parallel", batch, s)
+                )
     return jobs

@@ -69,8 +69,8 @@ def resolve_image(tool_ref: str, profile_image: object, sel: ImageSelection) -> 
         else:
             chosen = text
     if chosen is None and tool_ref:
-        name = pins.image_name_for_tool(tool_ref)
-        chosen = pins.catalog_image(name, sel.registry) if name else None
+        served_by = pins.image_name_for_tool(tool_ref)
+        chosen = pins.catalog_image(served_by, sel.registry) if served_by else None
     return _pin(chosen, sel.digests) if chosen else None
 
 

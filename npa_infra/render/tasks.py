@@ -85,8 +85,13 @@ def _strip_memory(value: object) -> str:
     return text
 
 
-def _resources(step: PlanStep, profile: Mapping[str, Any], image: str | None, s: RenderSettings,
-               pod_config: dict[str, Any]) -> dict[str, Any]:
+def _resources(
+    step: PlanStep,
+    profile: Mapping[str, Any],
+    image: str | None,
+    s: RenderSettings,
+    pod_config: dict[str, Any],
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     k8s = str(profile.get("cloud", "")).lower() == "kubernetes"
     for key in _COPIED:
@@ -164,8 +169,9 @@ def attempt_id(workflow: str, run_id: str, task: str) -> str:
     return hashlib.sha256(json.dumps([workflow, run_id, task]).encode()).hexdigest()
 
 
-def _envs(step: PlanStep, image: str | None, s: RenderSettings, pod_config: Mapping[str, Any],
-          k8s: bool) -> dict[str, str]:
+def _envs(
+    step: PlanStep, image: str | None, s: RenderSettings, pod_config: Mapping[str, Any], k8s: bool
+) -> dict[str, str]:
     envs = {
         "NPA_WORKFLOW_NAME": s.workflow,
         "NPA_WORKFLOW_RUN_ID": s.run_id,
@@ -202,7 +208,7 @@ def _run_script(step: PlanStep) -> str:
     return "\n".join(
         (
             "set -euo pipefail",
-            "set +u; for f in /etc/profile.d/*.sh; do [ -r \"$f\" ] && . \"$f\"; done; set -u",
+            'set +u; for f in /etc/profile.d/*.sh; do [ -r "$f" ] && . "$f"; done; set -u',
             'NPA_PYTHON="$(cat /tmp/npa-python 2>/dev/null || command -v python3)"',
             'python3() { "$NPA_PYTHON" "$@"; }',
             'npa() { "$NPA_PYTHON" -m npa.cli.main "$@"; }',
@@ -242,7 +248,9 @@ def render_task(step: PlanStep, s: RenderSettings) -> tuple[dict[str, Any], str 
     """One SkyPilot task document for ``step`` and the image it runs in."""
     profile = step.resources_profile
     image = images.resolve_image(step.tool_ref, profile.get("image"), s.selection)
-    if _truthy(s.config.get("require_baked_npa")) and not (image and images.is_immutable_qualified(image)):
+    if _truthy(s.config.get("require_baked_npa")) and not (
+        image and images.is_immutable_qualified(image)
+    ):
         raise RenderError(
             f"planned step '{step.state}' requires a registry-qualified immutable image "
             "because config.require_baked_npa is enabled",
@@ -255,7 +263,8 @@ def render_task(step: PlanStep, s: RenderSettings) -> tuple[dict[str, Any], str 
             remedy="export NPA_SRC_S3_URI=s3://… (npa workbench workflow stage-src prints it), "
             "or give the step an image",
         )
-    k8s_block = profile.get("kubernetes") if isinstance(profile.get("kubernetes"), dict) else {}
+    raw_k8s = profile.get("kubernetes")
+    k8s_block: dict[str, Any] = raw_k8s if isinstance(raw_k8s, dict) else {}
     pod_config: dict[str, Any] = copy.deepcopy(k8s_block.get("pod_config") or {})
     k8s = str(profile.get("cloud", "")).lower() == "kubernetes"
     if image and _runs_as_root(pod_config) and _is_first_party(image, s.selection.registry):

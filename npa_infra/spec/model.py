@@ -18,13 +18,13 @@ __all__ = [
     "API_VERSIONS",
     "Artifact",
     "ExecutionMode",
+    "Loop",
     "Metadata",
     "RunBlock",
     "Spec",
     "State",
     "Transition",
     "Trigger",
-    "Loop",
 ]
 
 API_VERSIONS = ("npa.workflow/v0.0.1", "npa.workflow/v0.0.1-beta")

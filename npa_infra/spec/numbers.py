@@ -12,7 +12,9 @@ from typing import Any
 
 __all__ = ["resolve_int"]
 
-_CONFIG_REF = re.compile(r"^\s*(?:\{\{\s*config\.([A-Za-z0-9_.-]+)\s*\}\}|config\.([A-Za-z0-9_.-]+))\s*$")
+_CONFIG_REF = re.compile(
+    r"^\s*(?:\{\{\s*config\.([A-Za-z0-9_.-]+)\s*\}\}|config\.([A-Za-z0-9_.-]+))\s*$"
+)
 
 
 def resolve_int(value: object, config: Mapping[str, Any], _depth: int = 0) -> int:

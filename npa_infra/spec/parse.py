@@ -73,12 +73,20 @@ class Collector:
     warnings: list[SpecIssue] = field(default_factory=list)
 
     def error(
-        self, path: PathKey, message: str, hint: str = "", *, key: bool = False, state: str | None = None
+        self,
+        path: PathKey,
+        message: str,
+        hint: str = "",
+        *,
+        key: bool = False,
+        state: str | None = None,
     ) -> None:
         pos = self.source_map.locate(path, key=key)
         self.issues.append(SpecIssue(json_path(path), message, hint, pos.line, pos.column, state))
 
-    def warn(self, path: PathKey, message: str, hint: str = "", *, state: str | None = None) -> None:
+    def warn(
+        self, path: PathKey, message: str, hint: str = "", *, state: str | None = None
+    ) -> None:
         pos = self.source_map.locate(path, key=True)
         self.warnings.append(SpecIssue(json_path(path), message, hint, pos.line, pos.column, state))
 
@@ -99,7 +107,12 @@ def _as_text(value: object) -> str:
 
 def _str_list(c: Collector, value: object, path: PathKey, what: str, state: str) -> tuple[str, ...]:
     if isinstance(value, str):
-        c.error(path, f"{what} must be a list of state names, got str", f"write {what}: [{value}]", state=state)
+        c.error(
+            path,
+            f"{what} must be a list of state names, got str",
+            f"write {what}: [{value}]",
+            state=state,
+        )
         return ()
     if not isinstance(value, list):
         c.error(path, f"{what} must be a list of state names, got {type_name(value)}", state=state)
@@ -107,13 +120,19 @@ def _str_list(c: Collector, value: object, path: PathKey, what: str, state: str)
     out = []
     for i, item in enumerate(value):
         if not isinstance(item, str) or not item:
-            c.error((*path, i), f"{what} entries must be state names, got {type_name(item)}", state=state)
+            c.error(
+                (*path, i),
+                f"{what} entries must be state names, got {type_name(item)}",
+                state=state,
+            )
             continue
         out.append(item)
     return tuple(out)
 
 
-def _artifacts(c: Collector, value: object, path: PathKey, state: str) -> tuple[model.Artifact, ...]:
+def _artifacts(
+    c: Collector, value: object, path: PathKey, state: str
+) -> tuple[model.Artifact, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
@@ -138,14 +157,21 @@ def _artifacts(c: Collector, value: object, path: PathKey, state: str) -> tuple[
 def _number_form(c: Collector, value: object, path: PathKey, state: str) -> model.Scalar:
     """int, digit string, ``config.k`` or a whole ``{{config.k}}`` (checked later)."""
     if isinstance(value, bool) or not isinstance(value, (int, str)):
-        c.error(path, f"expected an integer or config reference, got {type_name(value)}", state=state)
+        c.error(
+            path, f"expected an integer or config reference, got {type_name(value)}", state=state
+        )
         return None
     return value
 
 
 def _parse_run(c: Collector, raw: object, path: PathKey, state: str) -> model.RunBlock | None:
     if not isinstance(raw, dict):
-        c.error(path, f"run must be a mapping, got {type_name(raw)}", "use run: {argv: [...]} or run: {shell: '...'}", state=state)
+        c.error(
+            path,
+            f"run must be a mapping, got {type_name(raw)}",
+            "use run: {argv: [...]} or run: {shell: '...'}",
+            state=state,
+        )
         return None
     shell_raw, argv_raw = raw.get("shell"), raw.get("argv")
     for key in raw:
@@ -160,11 +186,20 @@ def _parse_run(c: Collector, raw: object, path: PathKey, state: str) -> model.Ru
     shell = ""
     if shell_raw is not None:
         if not isinstance(shell_raw, str):
-            c.error((*path, "shell"), f"run.shell must be a string, got {type_name(shell_raw)}", state=state)
+            c.error(
+                (*path, "shell"),
+                f"run.shell must be a string, got {type_name(shell_raw)}",
+                state=state,
+            )
         else:
             shell = shell_raw
     if not argv and not shell.strip():
-        c.error(path, "empty run block", "give run.argv (a list) or run.shell (a bash string)", state=state)
+        c.error(
+            path,
+            "empty run block",
+            "give run.argv (a list) or run.shell (a bash string)",
+            state=state,
+        )
         return None
     return model.RunBlock(shell="" if argv else shell, argv=argv)
 
@@ -175,13 +210,17 @@ def _parse_trigger(c: Collector, raw: object, path: PathKey, state: str) -> mode
         return None
     uri = raw.get("uri")
     if not isinstance(uri, str) or not uri:
-        c.error(path, "trigger.uri is required", "add trigger.uri: s3://bucket/prefix/", state=state)
+        c.error(
+            path, "trigger.uri is required", "add trigger.uri: s3://bucket/prefix/", state=state
+        )
         uri = ""
     values: dict[str, model.Scalar] = {}
     for key, default, minimum in (("pollSeconds", 30, 1), ("maxPolls", 0, 0), ("minObjects", 1, 1)):
         v = raw.get(key, default)
         if isinstance(v, bool) or not isinstance(v, (int, str)):
-            c.error((*path, key), f"trigger.{key} must be an integer, got {type_name(v)}", state=state)
+            c.error(
+                (*path, key), f"trigger.{key} must be an integer, got {type_name(v)}", state=state
+            )
             v = default
         elif isinstance(v, int) and v < minimum:
             c.error((*path, key), f"trigger.{key} must be >= {minimum}, got {v}", state=state)
@@ -191,17 +230,28 @@ def _parse_trigger(c: Collector, raw: object, path: PathKey, state: str) -> mode
 
 def _parse_loop(c: Collector, raw: object, path: PathKey, state: str) -> model.Loop | None:
     if not isinstance(raw, dict):
-        c.error(path, f"loop must be a mapping, got {type_name(raw)}", "use loop: {max: 3, until: promote_checkpoint}", state=state)
+        c.error(
+            path,
+            f"loop must be a mapping, got {type_name(raw)}",
+            "use loop: {max: 3, until: promote_checkpoint}",
+            state=state,
+        )
         return None
     max_value = _number_form(c, raw.get("max", 1), (*path, "max"), state)
     until = raw.get("until")
     if until is not None and not isinstance(until, str):
-        c.error((*path, "until"), f"loop.until must be a predicate name, got {type_name(until)}", state=state)
+        c.error(
+            (*path, "until"),
+            f"loop.until must be a predicate name, got {type_name(until)}",
+            state=state,
+        )
         until = None
     return model.Loop(max=max_value if max_value is not None else 1, until=until)
 
 
-def _parse_transitions(c: Collector, raw: object, path: PathKey, state: str) -> tuple[model.Transition, ...]:
+def _parse_transitions(
+    c: Collector, raw: object, path: PathKey, state: str
+) -> tuple[model.Transition, ...]:
     if not isinstance(raw, list):
         c.error(path, f"transitions must be a list, got {type_name(raw)}", state=state)
         return ()
@@ -233,7 +283,11 @@ def _parse_params(c: Collector, raw: object, path: PathKey, state: str) -> dict[
     out: dict[str, model.Scalar] = {}
     for key, value in raw.items():
         if not _is_scalar(value):
-            c.error((*path, str(key)), f"params values must be scalars, got {type_name(value)}", state=state)
+            c.error(
+                (*path, str(key)),
+                f"params values must be scalars, got {type_name(value)}",
+                state=state,
+            )
             continue
         out[str(key)] = value
     return out
@@ -246,7 +300,12 @@ def _parse_state(c: Collector, name: str, raw: dict[str, Any]) -> model.State:
         attr = STATE_FIELDS.get(str(key))
         path = (*base, str(key))
         if attr is None:
-            c.warn(path, f"unknown state key '{key}' is ignored", "remove it or check its spelling", state=name)
+            c.warn(
+                path,
+                f"unknown state key '{key}' is ignored",
+                "remove it or check its spelling",
+                state=name,
+            )
             continue
         if attr in ("description",):
             kw[attr] = _as_text(value)
@@ -257,13 +316,20 @@ def _parse_state(c: Collector, name: str, raw: dict[str, Any]) -> model.State:
                 c.error(path, f"expected str, got {type_name(value)}", state=name)
                 continue
             if attr == "multi_node_mode" and value != "sharded":
-                c.error(path, f"multiNodeMode must be 'sharded', got '{value}'", "remove it or set multiNodeMode: sharded", state=name)
+                c.error(
+                    path,
+                    f"multiNodeMode must be 'sharded', got '{value}'",
+                    "remove it or set multiNodeMode: sharded",
+                    state=name,
+                )
                 continue
             kw[attr] = value
         elif attr in ("sequence", "parallel"):
             kw[attr] = _str_list(c, value, path, attr, name)
         elif attr == "needs":
-            kw[attr] = (value,) if isinstance(value, str) else _str_list(c, value, path, "needs", name)
+            kw[attr] = (
+                (value,) if isinstance(value, str) else _str_list(c, value, path, "needs", name)
+            )
         elif attr in ("parallel_count", "max_concurrency"):
             kw[attr] = _number_form(c, value, path, name)
         elif attr == "params":
@@ -300,7 +366,9 @@ def _parse_metadata(c: Collector, raw: object) -> model.Metadata:
         )
     name = raw.get("name")
     if name is None:
-        c.error(("metadata",), "missing required field 'name'", "add metadata.name: <workflow name>")
+        c.error(
+            ("metadata",), "missing required field 'name'", "add metadata.name: <workflow name>"
+        )
         name = "unnamed"
     elif not isinstance(name, str) or not name:
         c.error(("metadata", "name"), f"expected non-empty str, got {type_name(name)}")
@@ -319,7 +387,9 @@ def _parse_metadata(c: Collector, raw: object) -> model.Metadata:
                 "use executionMode: runtime (or planned, or remove the key)",
             )
     labels_raw = raw.get("labels") or {}
-    labels = {str(k): _as_text(v) for k, v in labels_raw.items()} if isinstance(labels_raw, dict) else {}
+    labels = (
+        {str(k): _as_text(v) for k, v in labels_raw.items()} if isinstance(labels_raw, dict) else {}
+    )
     if not isinstance(labels_raw, dict):
         c.error(("metadata", "labels"), f"expected object, got {type_name(labels_raw)}")
     return model.Metadata(
@@ -346,7 +416,11 @@ def parse_document(doc: LoadedDocument) -> ParseResult:
     c = Collector(doc.source_map)
     data = doc.data
     if not isinstance(data, dict):
-        c.error((), f"spec must be a mapping, got {type_name(data)}", "a spec starts with apiVersion:, kind: and states:")
+        c.error(
+            (),
+            f"spec must be a mapping, got {type_name(data)}",
+            "a spec starts with apiVersion:, kind: and states:",
+        )
         return ParseResult(None, c)
     for required in ("apiVersion", "kind", "states"):
         if required not in data:
@@ -371,7 +445,11 @@ def parse_document(doc: LoadedDocument) -> ParseResult:
     states: dict[str, model.State] = {}
     if "states" in data:
         if not isinstance(states_raw, dict):
-            c.error(("states",), f"expected object, got {type_name(states_raw)}", "states is a mapping of name → state")
+            c.error(
+                ("states",),
+                f"expected object, got {type_name(states_raw)}",
+                "states is a mapping of name → state",
+            )
         elif not states_raw:
             c.error(("states",), "states must not be empty", "declare at least one state")
         else:
@@ -380,7 +458,9 @@ def parse_document(doc: LoadedDocument) -> ParseResult:
                     c.error(("states",), f"state names must be strings, got {type_name(sname)}")
                     continue
                 if not isinstance(sraw, dict):
-                    c.error(("states", sname), f"expected object, got {type_name(sraw)}", state=sname)
+                    c.error(
+                        ("states", sname), f"expected object, got {type_name(sraw)}", state=sname
+                    )
                     continue
                 states[sname] = _parse_state(c, sname, sraw)
     initial = data.get("initial")

@@ -17,7 +17,7 @@ import yaml
 
 from npa_infra.spec.issues import SpecIssue
 
-__all__ = ["LoadedDocument", "Position", "SourceMap", "load_text", "load_file", "json_path"]
+__all__ = ["LoadedDocument", "Position", "SourceMap", "json_path", "load_file", "load_text"]
 
 MAX_BYTES = 8 * 1024 * 1024
 MAX_DEPTH = 64
@@ -151,7 +151,9 @@ def load_text(text: str, label: str) -> LoadedDocument | SpecIssue:
             column=col,
         )
     except yaml.YAMLError as exc:
-        return SpecIssue("$", f"invalid YAML: {str(exc).splitlines()[0]}", hint="fix the YAML syntax")
+        return SpecIssue(
+            "$", f"invalid YAML: {str(exc).splitlines()[0]}", hint="fix the YAML syntax"
+        )
     except RecursionError:
         return SpecIssue("$", "invalid YAML: nesting is too deep", hint="flatten the document")
     if node is None:
@@ -192,7 +194,9 @@ def load_file(path: Path) -> LoadedDocument | SpecIssue:
     except FileNotFoundError:
         return SpecIssue("", f"spec file not found: {label}", hint="check the path")
     except OSError as exc:
-        return SpecIssue("", f"cannot read {label}: {exc.strerror}", hint="check the path and permissions")
+        return SpecIssue(
+            "", f"cannot read {label}: {exc.strerror}", hint="check the path and permissions"
+        )
     text = _decode(raw)
     if isinstance(text, SpecIssue):
         return text

@@ -86,17 +86,25 @@ def _value(scope: str, key: str, whole: str, ctx: TokenContext) -> object:
         raise TokenError(f"token {whole}: run has no key '{key}'", token=whole, scope=scope)
     if scope == "loop":
         if not ctx.allow_loop:
-            raise TokenError(f"token {whole}: loop tokens are not allowed here", token=whole, scope=scope)
+            raise TokenError(
+                f"token {whole}: loop tokens are not allowed here", token=whole, scope=scope
+            )
         if key in ctx.loop_iterations:
             return ctx.loop_iterations[key]
-        raise TokenError(f"token {whole}: no loop named '{key}' is active", token=whole, scope=scope)
+        raise TokenError(
+            f"token {whole}: no loop named '{key}' is active", token=whole, scope=scope
+        )
     # state.NAME.uri | state.NAME.output_N
     if not ctx.allow_state:
-        raise TokenError(f"token {whole}: state tokens are not allowed here", token=whole, scope=scope)
+        raise TokenError(
+            f"token {whole}: state tokens are not allowed here", token=whole, scope=scope
+        )
     name, _, fld = key.rpartition(".")
     if not name or not _OUTPUT_FIELD.match(fld):
         raise TokenError(
-            f"token {whole}: expected state.NAME.uri or state.NAME.output_N", token=whole, scope=scope
+            f"token {whole}: expected state.NAME.uri or state.NAME.output_N",
+            token=whole,
+            scope=scope,
         )
     outputs = ctx.state_outputs.get(name)
     if outputs is None:

@@ -50,27 +50,50 @@ def _spec_level(spec: Spec, c: Collector) -> None:
             f"set apiVersion: {API_VERSIONS[0]}",
         )
     if spec.initial not in spec.states:
-        c.error(("initial",), f"initial state '{spec.initial}' is not defined",
-                _suggest(spec.initial, spec.states) or "name one of the states")
+        c.error(
+            ("initial",),
+            f"initial state '{spec.initial}' is not defined",
+            _suggest(spec.initial, spec.states) or "name one of the states",
+        )
 
 
-def _ref(spec: Spec, c: Collector, path: tuple[Any, ...], target: str, what: str, state: str) -> None:
+def _ref(
+    spec: Spec, c: Collector, path: tuple[Any, ...], target: str, what: str, state: str
+) -> None:
     if target not in spec.states:
-        c.error(path, f"{what} unknown state '{target}'", _suggest(target, spec.states) or "name a declared state", state=state)
+        c.error(
+            path,
+            f"{what} unknown state '{target}'",
+            _suggest(target, spec.states) or "name a declared state",
+            state=state,
+        )
 
 
 def _references(spec: Spec, st: State, c: Collector) -> None:
     base = ("states", st.name)
     if st.loop is not None and st.loop.until is not None and st.loop.until not in PREDICATES:
-        c.error((*base, "loop", "until"), f"unknown loop.until predicate '{st.loop.until}'",
-                f"use one of: {', '.join(PREDICATES)}", state=st.name)
+        c.error(
+            (*base, "loop", "until"),
+            f"unknown loop.until predicate '{st.loop.until}'",
+            f"use one of: {', '.join(PREDICATES)}",
+            state=st.name,
+        )
     for i, tr in enumerate(st.transitions):
         if tr.when is not None and tr.when not in PREDICATES:
-            c.error((*base, "transitions", i, "when"), f"unknown transition.when predicate '{tr.when}'",
-                    f"use one of: {', '.join(PREDICATES)}", state=st.name)
+            c.error(
+                (*base, "transitions", i, "when"),
+                f"unknown transition.when predicate '{tr.when}'",
+                f"use one of: {', '.join(PREDICATES)}",
+                state=st.name,
+            )
         _ref(spec, c, (*base, "transitions", i, "goto"), tr.goto, "transition goto", st.name)
         if tr.if_config is not None and not tr.if_config.strip().removeprefix("config.").strip():
-            c.error((*base, "transitions", i, "if"), "transition.if must name a config key", "write if: config.KEY", state=st.name)
+            c.error(
+                (*base, "transitions", i, "if"),
+                "transition.if must name a config key",
+                "write if: config.KEY",
+                state=st.name,
+            )
     for i, need in enumerate(st.needs):
         _ref(spec, c, (*base, "needs", i), need, "needs", st.name)
     for i, child in enumerate(st.sequence):
@@ -79,26 +102,47 @@ def _references(spec: Spec, st: State, c: Collector) -> None:
             c.error((*base, "sequence", i), "a sequence cannot contain itself", state=st.name)
     if st.next and st.next not in spec.states:
         # npa-infra is stricter: the reference crashes later with KeyError
-        c.error((*base, "next"), f"unknown state '{st.next}'",
-                _suggest(st.next, spec.states) or "name a declared state", state=st.name)
+        c.error(
+            (*base, "next"),
+            f"unknown state '{st.next}'",
+            _suggest(st.next, spec.states) or "name a declared state",
+            state=st.name,
+        )
 
 
 def _parallel(spec: Spec, st: State, c: Collector) -> None:
     base = ("states", st.name)
     if not st.parallel:
-        for key, value in (("parallelCount", st.parallel_count), ("maxConcurrency", st.max_concurrency)):
+        for key, value in (
+            ("parallelCount", st.parallel_count),
+            ("maxConcurrency", st.max_concurrency),
+        ):
             if value is not None:
-                c.error((*base, key), f"{key} is allowed only together with parallel",
-                        "remove it, or make this state a parallel group", state=st.name)
+                c.error(
+                    (*base, key),
+                    f"{key} is allowed only together with parallel",
+                    "remove it, or make this state a parallel group",
+                    state=st.name,
+                )
         return
     if st.sequence:
-        c.error((*base, "parallel"), "a state cannot have both sequence and parallel", state=st.name)
+        c.error(
+            (*base, "parallel"), "a state cannot have both sequence and parallel", state=st.name
+        )
     if st.loop is not None:
-        c.error((*base, "loop"), "loop is not allowed on a parallel group",
-                "wrap the group in a sequence that carries the loop", state=st.name)
+        c.error(
+            (*base, "loop"),
+            "loop is not allowed on a parallel group",
+            "wrap the group in a sequence that carries the loop",
+            state=st.name,
+        )
     if st.run is not None or st.tool_ref:
-        c.error((*base, "parallel"), "a parallel group cannot have run or toolRef",
-                "move the work into member states", state=st.name)
+        c.error(
+            (*base, "parallel"),
+            "a parallel group cannot have run or toolRef",
+            "move the work into member states",
+            state=st.name,
+        )
     seen: set[str] = set()
     for i, member in enumerate(st.parallel):
         mpath = (*base, "parallel", i)
@@ -111,13 +155,26 @@ def _parallel(spec: Spec, st: State, c: Collector) -> None:
             continue
         m = spec.states.get(member)
         if m is None:
-            c.error(mpath, f"parallel member unknown state '{member}'", _suggest(member, spec.states), state=st.name)
+            c.error(
+                mpath,
+                f"parallel member unknown state '{member}'",
+                _suggest(member, spec.states),
+                state=st.name,
+            )
             continue
         if m.sequence or m.parallel or m.loop is not None:
-            c.error(mpath, f"parallel member '{member}' must be a leaf (no sequence, parallel or loop)", state=st.name)
+            c.error(
+                mpath,
+                f"parallel member '{member}' must be a leaf (no sequence, parallel or loop)",
+                state=st.name,
+            )
         if m.next or m.transitions:
-            c.error(mpath, f"parallel member '{member}' must not have next or transitions; the group owns the barrier edge",
-                    f"move the edge to the group's next:", state=st.name)
+            c.error(
+                mpath,
+                f"parallel member '{member}' must not have next or transitions; the group owns the barrier edge",
+                "move the edge to the group's next:",
+                state=st.name,
+            )
         if m.terminal:
             c.error(mpath, f"parallel member '{member}' must not be terminal", state=st.name)
     if st.parallel_count is not None:
@@ -141,7 +198,11 @@ def _parallel(spec: Spec, st: State, c: Collector) -> None:
             c.error((*base, "maxConcurrency"), str(exc), state=st.name)
         else:
             if not 1 <= mc <= 64:
-                c.error((*base, "maxConcurrency"), f"maxConcurrency must be in 1..64, got {mc}", state=st.name)
+                c.error(
+                    (*base, "maxConcurrency"),
+                    f"maxConcurrency must be in 1..64, got {mc}",
+                    state=st.name,
+                )
 
 
 def _int(spec: Spec, value: object) -> int:
@@ -151,17 +212,32 @@ def _int(spec: Spec, value: object) -> int:
 def _trigger_and_work(spec: Spec, st: State, catalog: Catalog, c: Collector) -> None:
     base = ("states", st.name)
     if st.trigger is not None and not st.has_work:
-        c.error((*base, "trigger"), "a state with a trigger also needs run or toolRef", state=st.name)
+        c.error(
+            (*base, "trigger"), "a state with a trigger also needs run or toolRef", state=st.name
+        )
     if st.tool_ref and catalog.get(st.tool_ref) is None:
         close = difflib.get_close_matches(st.tool_ref, catalog.names(), n=3)
         known = ", ".join(close) if close else ", ".join(catalog.names()[:5]) + ", …"
-        c.error((*base, "toolRef"), f"unknown toolRef '{st.tool_ref}' (known: {known})",
-                "pick a tool from the catalog, or pass --catalog FILE / NPA_TOOL_CATALOG", state=st.name)
+        c.error(
+            (*base, "toolRef"),
+            f"unknown toolRef '{st.tool_ref}' (known: {known})",
+            "pick a tool from the catalog, or pass --catalog FILE / NPA_TOOL_CATALOG",
+            state=st.name,
+        )
     if not (st.has_work or st.sequence or st.parallel or st.transitions or st.next or st.terminal):
-        c.error(base, "state does nothing: it needs run, toolRef, sequence, parallel, transitions, next or terminal",
-                "give the state work or an edge", state=st.name)
+        c.error(
+            base,
+            "state does nothing: it needs run, toolRef, sequence, parallel, transitions, next or terminal",
+            "give the state work or an edge",
+            state=st.name,
+        )
     if st.terminal and not (st.has_work or st.sequence or st.parallel):
-        c.error(base, "terminal state has no work", "add run or toolRef to the terminal state", state=st.name)
+        c.error(
+            base,
+            "terminal state has no work",
+            "add run or toolRef to the terminal state",
+            state=st.name,
+        )
 
 
 def _loop_bound(spec: Spec, st: State, c: Collector) -> None:
@@ -170,10 +246,17 @@ def _loop_bound(spec: Spec, st: State, c: Collector) -> None:
     try:
         value = _int(spec, st.loop.max)
     except ValueError as exc:
-        c.error(("states", st.name, "loop", "max"), str(exc), "use an integer or config.KEY", state=st.name)
+        c.error(
+            ("states", st.name, "loop", "max"),
+            str(exc),
+            "use an integer or config.KEY",
+            state=st.name,
+        )
         return
     if value < 1:
-        c.error(("states", st.name, "loop", "max"), f"loop.max must be >= 1, got {value}", state=st.name)
+        c.error(
+            ("states", st.name, "loop", "max"), f"loop.max must be >= 1, got {value}", state=st.name
+        )
 
 
 def _profiles(spec: Spec, c: Collector) -> None:
@@ -191,7 +274,11 @@ def _profiles(spec: Spec, c: Collector) -> None:
             try:
                 n = int(raw)
             except (TypeError, ValueError):
-                c.error(apath, f"accelerator count must be an integer, got {raw!r}", "write T:N, e.g. H100:1")
+                c.error(
+                    apath,
+                    f"accelerator count must be an integer, got {raw!r}",
+                    "write T:N, e.g. H100:1",
+                )
                 continue
             if n < 1:
                 c.error(apath, f"accelerator count must be >= 1, got {n}")
@@ -205,9 +292,19 @@ def _profiles(spec: Spec, c: Collector) -> None:
                 c.error((*path, "num_nodes"), f"num_nodes must be an integer, got {nn!r}")
         k8s = profile.get("kubernetes")
         if k8s is not None and not isinstance(k8s, dict):
-            c.error((*path, "kubernetes"), "kubernetes must be a mapping with pod_config / provision_timeout")
-        elif isinstance(k8s, dict) and "pod_config" in k8s and not isinstance(k8s["pod_config"], dict):
-            c.error((*path, "kubernetes", "pod_config"), "pod_config must be a mapping (a partial Pod manifest)")
+            c.error(
+                (*path, "kubernetes"),
+                "kubernetes must be a mapping with pod_config / provision_timeout",
+            )
+        elif (
+            isinstance(k8s, dict)
+            and "pod_config" in k8s
+            and not isinstance(k8s["pod_config"], dict)
+        ):
+            c.error(
+                (*path, "kubernetes", "pod_config"),
+                "pod_config must be a mapping (a partial Pod manifest)",
+            )
 
 
 def _num_nodes(spec: Spec, profile: dict[str, Any]) -> int:
@@ -223,35 +320,54 @@ def _num_nodes(spec: Spec, profile: dict[str, Any]) -> int:
 def _executable(spec: Spec, st: State, catalog: Catalog, c: Collector) -> None:
     if not st.has_work:
         if st.writes_decision:
-            c.error(("states", st.name, "writesDecision"), "writesDecision is set on a state without work", state=st.name)
+            c.error(
+                ("states", st.name, "writesDecision"),
+                "writesDecision is set on a state without work",
+                state=st.name,
+            )
         return
     base = ("states", st.name)
     if st.resources not in spec.resources and st.resources != "default":
-        c.error((*base, "resources"), f"unknown resource profile '{st.resources}'",
-                _suggest(st.resources, spec.resources) or "declare it under resources:", state=st.name)
+        c.error(
+            (*base, "resources"),
+            f"unknown resource profile '{st.resources}'",
+            _suggest(st.resources, spec.resources) or "declare it under resources:",
+            state=st.name,
+        )
         return
     profile = spec.resources.get(st.resources, {})
     entry = catalog.get(st.tool_ref) if st.tool_ref else None
-    sharded = st.multi_node_mode == "sharded" or (entry is not None and entry.multi_node_mode == "sharded")
+    sharded = st.multi_node_mode == "sharded" or (
+        entry is not None and entry.multi_node_mode == "sharded"
+    )
     nodes = _num_nodes(spec, profile)
     if nodes > 1 and not sharded:
-        c.error((*base, "resources"),
-                f"profile '{st.resources}' asks for num_nodes {nodes} but state is not declared sharded; "
-                "identical workers could duplicate or race output writers",
-                "set multiNodeMode: sharded on the state, or use num_nodes: 1", state=st.name)
+        c.error(
+            (*base, "resources"),
+            f"profile '{st.resources}' asks for num_nodes {nodes} but state is not declared sharded; "
+            "identical workers could duplicate or race output writers",
+            "set multiNodeMode: sharded on the state, or use num_nodes: 1",
+            state=st.name,
+        )
     if entry is not None and nodes > 1 and entry.shard_activation_config:
         key = entry.shard_activation_config
         if not str(spec.config.get(key, entry.config_defaults.get(key, ""))).strip():
-            c.error((*base, "toolRef"),
-                    f"tool '{entry.name}' runs {nodes} shards but config.{key} is empty, so every shard would do the same work",
-                    f"set config.{key}, or use num_nodes: 1", state=st.name)
+            c.error(
+                (*base, "toolRef"),
+                f"tool '{entry.name}' runs {nodes} shards but config.{key} is empty, so every shard would do the same work",
+                f"set config.{key}, or use num_nodes: 1",
+                state=st.name,
+            )
     if st.writes_decision:
         has_uri = any("decision" in a.schema.lower() for a in st.outputs)
         cfg_uri = st.params.get("decision_uri") or spec.config.get("decision_uri")
         if not has_uri and not (isinstance(cfg_uri, str) and cfg_uri.strip()):
-            c.error((*base, "writesDecision"),
-                    "no decision URI (declare an output whose schema contains 'decision' or set config.decision_uri)",
-                    "add an output with schema: <name>.decision.v1", state=st.name)
+            c.error(
+                (*base, "writesDecision"),
+                "no decision URI (declare an output whose schema contains 'decision' or set config.decision_uri)",
+                "add an output with schema: <name>.decision.v1",
+                state=st.name,
+            )
 
 
 def _graph(spec: Spec, c: Collector) -> None:
@@ -260,23 +376,38 @@ def _graph(spec: Spec, c: Collector) -> None:
         if color.get(name) is None:
             hit = _iterative_cycle(spec, name, color)
             if hit:
-                c.error(("states", hit, "needs"), f"cycle detected in needs among states (at {hit})",
-                        "needs must form a DAG", state=hit)
+                c.error(
+                    ("states", hit, "needs"),
+                    f"cycle detected in needs among states (at {hit})",
+                    "needs must form a DAG",
+                    state=hit,
+                )
                 break
     if not any(s.terminal for s in spec.states.values()):
-        c.error(("states",), "workflow must declare at least one terminal: true state",
-                "mark the final state terminal: true")
+        c.error(
+            ("states",),
+            "workflow must declare at least one terminal: true state",
+            "mark the final state terminal: true",
+        )
     cycle = _control_cycle(spec)
     if cycle:
-        c.error(("states", cycle[0]), "unbounded control-flow cycle detected: " + " -> ".join(cycle),
-                "use loop: {max: N} for repetition; next/goto edges must not form a cycle", state=cycle[0])
+        c.error(
+            ("states", cycle[0]),
+            "unbounded control-flow cycle detected: " + " -> ".join(cycle),
+            "use loop: {max: N} for repetition; next/goto edges must not form a cycle",
+            state=cycle[0],
+        )
     # reachability (npa-infra is stricter)
     if spec.initial in spec.states:
         seen = _reachable(spec)
         for name in spec.states:
             if name not in seen:
-                c.error(("states", name), f"unreachable from initial '{spec.initial}'",
-                        "link it with next, sequence, parallel or goto, or delete it", state=name)
+                c.error(
+                    ("states", name),
+                    f"unreachable from initial '{spec.initial}'",
+                    "link it with next, sequence, parallel or goto, or delete it",
+                    state=name,
+                )
 
 
 def _iterative_cycle(spec: Spec, start: str, color: dict[str, int]) -> str | None:
@@ -323,7 +454,7 @@ def _control_cycle(spec: Spec) -> list[str] | None:
             if nxt not in spec.states:
                 continue
             if color.get(nxt) == 1:
-                return [*path[path.index(nxt):], nxt]
+                return [*path[path.index(nxt) :], nxt]
             if not color.get(nxt):
                 color[nxt] = 1
                 path.append(nxt)

@@ -81,7 +81,11 @@ class PlanReport:
                 "fingerprint": self.fingerprint,
             }
         else:
-            out = {**self.plan.to_json(), "run_id": self.plan.run_id, "fingerprint": self.fingerprint}
+            out = {
+                **self.plan.to_json(),
+                "run_id": self.plan.run_id,
+                "fingerprint": self.fingerprint,
+            }
         if self.bucket_is_placeholder:
             out["bucket_is_placeholder"] = True
         return out
@@ -93,12 +97,19 @@ def _catalog(catalog_path: Path | None, env: Mapping[str, str]) -> Any:
 
 def _plan_issue(v: loading.ValidatedSpec, err: PlanError) -> SpecError:
     pos = v.spec.source_map.locate(err.path)
-    return SpecError([SpecIssue(json_path(err.path), err.message, err.hint, pos.line, pos.column, err.state)],
-                     source=v.label)
+    return SpecError(
+        [SpecIssue(json_path(err.path), err.message, err.hint, pos.line, pos.column, err.state)],
+        source=v.label,
+    )
 
 
-def validate_spec(spec_path: Path, *, variables: Mapping[str, str] | None = None,
-                  catalog_path: Path | None = None, env: Mapping[str, str] | None = None) -> ValidationReport:
+def validate_spec(
+    spec_path: Path,
+    *,
+    variables: Mapping[str, str] | None = None,
+    catalog_path: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> ValidationReport:
     """Validate a spec completely; raise ``SpecError`` listing every located issue."""
     environ = os.environ if env is None else env
     v = loading.load_validated(spec_path, _catalog(catalog_path, environ), variables or {})
@@ -112,10 +123,17 @@ def validate_spec(spec_path: Path, *, variables: Mapping[str, str] | None = None
     )
 
 
-def plan_spec(spec_path: Path, *, run_id: str | None = None, assume_decision: str = "",
-              variables: Mapping[str, str] | None = None, with_waves: bool = False,
-              max_concurrency: int = 0, catalog_path: Path | None = None,
-              env: Mapping[str, str] | None = None) -> PlanReport:
+def plan_spec(
+    spec_path: Path,
+    *,
+    run_id: str | None = None,
+    assume_decision: str = "",
+    variables: Mapping[str, str] | None = None,
+    with_waves: bool = False,
+    max_concurrency: int = 0,
+    catalog_path: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> PlanReport:
     """Validate and plan; ``with_waves`` groups the steps into waves."""
     environ = os.environ if env is None else env
     catalog = _catalog(catalog_path, environ)
@@ -178,25 +196,38 @@ class SubmitReport:
             "run_id": self.run_id,
             "workflow": self.workflow,
             "mode": self.mode,
-            "steps": len(self.plan.steps) if self.plan else sum(len(j.documents) - 1 for j in self.jobs),
+            "steps": len(self.plan.steps)
+            if self.plan
+            else sum(len(j.documents) - 1 for j in self.jobs),
             "fingerprint": self.fingerprint,
             "secret_env_hints": self.secret_env_hints,
             "source": self.source,
-            "preflight": {"decision": "skipped", "checks": [],
-                          "reason": "registry preflight is not available in this version"},
+            "preflight": {
+                "decision": "skipped",
+                "checks": [],
+                "reason": "registry preflight is not available in this version",
+            },
             "infrastructure": self.infrastructure,
             "plan": self.plan.to_json() if self.plan else None,
             "skypilot_yaml": [
-                {"job_name": j.job_name, "wave": j.wave, "execution": j.execution, "path": p,
-                 "tasks": len(j.documents) - 1, "images": list(j.images)}
+                {
+                    "job_name": j.job_name,
+                    "wave": j.wave,
+                    "execution": j.execution,
+                    "path": p,
+                    "tasks": len(j.documents) - 1,
+                    "images": list(j.images),
+                }
                 for j, p in zip(self.jobs, self.yaml_paths, strict=True)
             ],
         }
 
 
 def _secret_hints(names: Sequence[str], env: Mapping[str, str]) -> list[dict[str, Any]]:
-    return [{"name": n, "available": bool(env.get(n)), "source": "environment" if env.get(n) else None}
-            for n in names]
+    return [
+        {"name": n, "available": bool(env.get(n)), "source": "environment" if env.get(n) else None}
+        for n in names
+    ]
 
 
 def _require_secrets(names: Sequence[str], env: Mapping[str, str]) -> None:
@@ -226,12 +257,16 @@ def _npa_home(env: Mapping[str, str]) -> Path:
     return Path(env.get("NPA_HOME") or Path.home() / ".npa").expanduser()
 
 
-def submit(spec_path: Path, options: SubmitOptions, *, env: Mapping[str, str] | None = None) -> SubmitReport:
+def submit(
+    spec_path: Path, options: SubmitOptions, *, env: Mapping[str, str] | None = None
+) -> SubmitReport:
     """Plan and render a spec (or raw SkyPilot YAML); only ``plan_only`` is available yet."""
     environ = os.environ if env is None else env
     if options.run_id and options.resume_run:
-        raise UsageError("--run-id and --resume-run are mutually exclusive",
-                         remedy="use --resume-run ID to re-enter a run, or --run-id ID for a new one")
+        raise UsageError(
+            "--run-id and --resume-run are mutually exclusive",
+            remedy="use --resume-run ID to re-enter a run, or --run-id ID for a new one",
+        )
     try:
         text = spec_path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
@@ -242,29 +277,45 @@ def submit(spec_path: Path, options: SubmitOptions, *, env: Mapping[str, str] | 
     v = loading.load_validated(spec_path, catalog, options.variables)
     spec = v.spec
     runtime = options.runtime or spec.metadata.execution_mode is ExecutionMode.RUNTIME
-    if spec.metadata.execution_mode is ExecutionMode.RUNTIME and options.assume_decision and not options.plan_only:
+    if (
+        spec.metadata.execution_mode is ExecutionMode.RUNTIME
+        and options.assume_decision
+        and not options.plan_only
+    ):
         raise UsageError(
             f"workflow '{spec.name}' declares executionMode: runtime; --assume-decision is only for previews",
             remedy="drop --assume-decision (the evaluator's decisions route the run), or add --plan-only to preview",
         )
-    if not runtime and spec.has_transitions and not options.plan_only and not (
-        options.assume_decision or spec.config.get("plan_assume_decision")
+    if (
+        not runtime
+        and spec.has_transitions
+        and not options.plan_only
+        and not (options.assume_decision or spec.config.get("plan_assume_decision"))
     ):
         raise UsageError(
             f"workflow '{spec.name}' has dynamic transitions; pass --assume-decision "
             "promote_checkpoint|loop_back (or set config.plan_assume_decision)",
             remedy="or run it with --runtime so real decisions route it",
         )
-    run_id = identity.check_run_id(options.resume_run or options.run_id or identity.fresh_run_id(spec.name))
+    run_id = identity.check_run_id(
+        options.resume_run or options.run_id or identity.fresh_run_id(spec.name)
+    )
     names = list(options.secret_env)
     if not options.plan_only:
         _require_secrets(names, environ)
     try:
-        plan = planner.build_plan(spec, catalog, run_id=run_id, assume_decision=options.assume_decision)
+        plan = planner.build_plan(
+            spec, catalog, run_id=run_id, assume_decision=options.assume_decision
+        )
     except PlanError as err:
         raise _plan_issue(v, err) from None
     stack = stackfile.read_stack(options.stack, options.project_root) if options.stack else None
-    registry = options.registry or (stack.registry if stack else "") or environ.get("NPA_REGISTRY") or pins.DEFAULT_REGISTRY
+    registry = (
+        options.registry
+        or (stack.registry if stack else "")
+        or environ.get("NPA_REGISTRY")
+        or pins.DEFAULT_REGISTRY
+    )
     src = environ.get("NPA_SRC_S3_URI") or environ.get("NPA_E2E_NPA_SRC_S3_URI") or ""
     settings = RenderSettings(
         workflow=spec.name,
@@ -277,7 +328,9 @@ def submit(spec_path: Path, options: SubmitOptions, *, env: Mapping[str, str] | 
         gpu_accelerator=environ.get("NPA_WORKFLOW_GPU_ACCELERATOR", ""),
         gpu_memory=environ.get("NPA_WORKFLOW_GPU_MEMORY", ""),
     )
-    jobs = documents.render_plan(plan, settings, runtime=runtime, max_concurrency_cap=options.max_concurrency)
+    jobs = documents.render_plan(
+        plan, settings, runtime=runtime, max_concurrency_cap=options.max_concurrency
+    )
     if not options.plan_only:
         raise NotYetAvailableError(
             "live launch is not available in this version: the launch transaction is not built yet",
@@ -300,8 +353,14 @@ def submit(spec_path: Path, options: SubmitOptions, *, env: Mapping[str, str] | 
     )
 
 
-def _infrastructure(options: SubmitOptions, stack: stackfile.StackSettings | None, runtime: bool) -> dict[str, Any]:
-    context_name = options.infra.removeprefix("k8s/") if options.infra and options.infra.startswith("k8s/") else None
+def _infrastructure(
+    options: SubmitOptions, stack: stackfile.StackSettings | None, runtime: bool
+) -> dict[str, Any]:
+    context_name = (
+        options.infra.removeprefix("k8s/")
+        if options.infra and options.infra.startswith("k8s/")
+        else None
+    )
     return {
         "infra": options.infra,
         "context": context_name or (stack.context if stack else None),
@@ -312,12 +371,16 @@ def _infrastructure(options: SubmitOptions, stack: stackfile.StackSettings | Non
     }
 
 
-def _submit_raw(spec_path: Path, text: str, options: SubmitOptions, env: Mapping[str, str]) -> SubmitReport:
+def _submit_raw(
+    spec_path: Path, text: str, options: SubmitOptions, env: Mapping[str, str]
+) -> SubmitReport:
     docs, issues = raw.load_raw_task(text, str(spec_path), options.variables)
     if issues:
         raise SpecError(issues, source=str(spec_path))
     name = str(docs[0].get("name") or spec_path.stem)
-    run_id = identity.check_run_id(options.resume_run or options.run_id or identity.fresh_run_id(name))
+    run_id = identity.check_run_id(
+        options.resume_run or options.run_id or identity.fresh_run_id(name)
+    )
     names = list(options.secret_env)
     if not options.plan_only:
         _require_secrets(names, env)
@@ -325,8 +388,24 @@ def _submit_raw(spec_path: Path, text: str, options: SubmitOptions, env: Mapping
             "live launch is not available in this version: the launch transaction is not built yet",
             remedy=f"preview with: npa workbench workflow submit {spec_path} --plan-only",
         )
-    job = documents.RenderedJob(waves.job_name(run_id), None, "serial", tuple(docs), (),
-                                documents.dump_documents(tuple(docs)))
+    job = documents.RenderedJob(
+        waves.job_name(run_id),
+        None,
+        "serial",
+        tuple(docs),
+        (),
+        documents.dump_documents(tuple(docs)),
+    )
     paths = _write([job], (options.render_dir or _npa_home(env) / "rendered") / run_id)
-    return SubmitReport(run_id, name, "raw", None, "", [job], paths, _secret_hints(names, env),
-                        {"status": "not_required", "uri": None}, _infrastructure(options, None, False))
+    return SubmitReport(
+        run_id,
+        name,
+        "raw",
+        None,
+        "",
+        [job],
+        paths,
+        _secret_hints(names, env),
+        {"status": "not_required", "uri": None},
+        _infrastructure(options, None, False),
+    )

@@ -12,5 +12,7 @@ __all__ = ["plan_fingerprint"]
 
 def plan_fingerprint(plan: Plan) -> str:
     body = {**plan.to_json(), "run_id": plan.run_id}
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    canonical = json.dumps(
+        body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+    )
     return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()

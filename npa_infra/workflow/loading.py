@@ -51,16 +51,24 @@ def _token_phase(spec: Spec, catalog: Catalog, c: parse.Collector) -> None:
         c.issues.append(_issue(spec, err))
         return
     assumption = config.get("plan_assume_decision")
-    if assumption not in (None, "") and not decisions.is_allowed_assumption(tokens.stringify(assumption)):
-        c.error(("config", "plan_assume_decision"), f"unknown decision {assumption!r}",
-                f"use one of: {', '.join(decisions.ALLOWED_ASSUMPTIONS)}")
+    if assumption not in (None, "") and not decisions.is_allowed_assumption(
+        tokens.stringify(assumption)
+    ):
+        c.error(
+            ("config", "plan_assume_decision"),
+            f"unknown decision {assumption!r}",
+            f"use one of: {', '.join(decisions.ALLOWED_ASSUMPTIONS)}",
+        )
         return
     walk = planner.Walk(spec, catalog, config, run, "", limit=10**9)
     walk.loops = {name: 1 for name, st in spec.states.items() if st.loop is not None}
     walk.state_outputs = {
         name: {
             "uri": f"s3://validate/{name}/output_1",
-            **{f"output_{i}": f"s3://validate/{name}/output_{i}" for i in range(1, len(st.outputs) + 1)},
+            **{
+                f"output_{i}": f"s3://validate/{name}/output_{i}"
+                for i in range(1, len(st.outputs) + 1)
+            },
         }
         for name, st in spec.states.items()
         if st.outputs
@@ -84,7 +92,9 @@ def _token_phase(spec: Spec, catalog: Catalog, c: parse.Collector) -> None:
         except PlanError as err:
             issue = _issue(spec, err)
             if assume:
-                issue = dataclasses.replace(issue, message=f"{issue.message} (when the decision is {assume})")
+                issue = dataclasses.replace(
+                    issue, message=f"{issue.message} (when the decision is {assume})"
+                )
             key = (issue.path, err.message)
             if key not in seen:
                 seen.add(key)
@@ -95,23 +105,34 @@ def _trigger_numbers(st: Any, config: Mapping[str, Any], c: parse.Collector) -> 
     trig = st.trigger
     if trig is None:
         return
-    for key, value, minimum in (("pollSeconds", trig.poll_seconds, 1), ("maxPolls", trig.max_polls, 0),
-                                ("minObjects", trig.min_objects, 1)):
+    for key, value, minimum in (
+        ("pollSeconds", trig.poll_seconds, 1),
+        ("maxPolls", trig.max_polls, 0),
+        ("minObjects", trig.min_objects, 1),
+    ):
         if isinstance(value, int):
             continue
         text = value if isinstance(value, str) else ""
         try:
             resolved = int(tokens.resolve(text, tokens.TokenContext(config=config, run={})).strip())
         except (tokens.TokenError, ValueError):
-            c.error(("states", st.name, "trigger", key), f"trigger.{key} must resolve to an integer, got {value!r}",
-                    state=st.name)
+            c.error(
+                ("states", st.name, "trigger", key),
+                f"trigger.{key} must resolve to an integer, got {value!r}",
+                state=st.name,
+            )
             continue
         if resolved < minimum:
-            c.error(("states", st.name, "trigger", key), f"trigger.{key} must be >= {minimum}, got {resolved}",
-                    state=st.name)
+            c.error(
+                ("states", st.name, "trigger", key),
+                f"trigger.{key} must be >= {minimum}, got {resolved}",
+                state=st.name,
+            )
 
 
-def validate_document(doc: LoadedDocument, catalog: Catalog, variables: Mapping[str, str]) -> ValidatedSpec:
+def validate_document(
+    doc: LoadedDocument, catalog: Catalog, variables: Mapping[str, str]
+) -> ValidatedSpec:
     """Every validation phase over a loaded document; raise ``SpecError`` with all issues."""
     result = parse.parse_document(doc)
     c = result.collector
@@ -128,8 +149,13 @@ def validate_document(doc: LoadedDocument, catalog: Catalog, variables: Mapping[
     return ValidatedSpec(spec, doc.lines, doc.label, c.warnings)
 
 
-def load_validated(path: Path | str, catalog: Catalog, variables: Mapping[str, str] | None = None,
-                   *, text: str | None = None) -> ValidatedSpec:
+def load_validated(
+    path: Path | str,
+    catalog: Catalog,
+    variables: Mapping[str, str] | None = None,
+    *,
+    text: str | None = None,
+) -> ValidatedSpec:
     """Load ``path`` (or ``text`` labelled by it) and validate it completely."""
     label = str(path)
     doc = load_text(text, label) if text is not None else load_file(Path(path))

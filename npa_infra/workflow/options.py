@@ -29,7 +29,9 @@ def parse_overrides(items: Iterable[str]) -> list[tuple[str, str]]:
     for item in items:
         ref, sep, image = item.partition("=")
         if not sep or not ref.strip() or not image.strip():
-            raise UsageError("Invalid --image-override format. Use TOOL_REF=IMAGE.", remedy=f"got {item!r}")
+            raise UsageError(
+                "Invalid --image-override format. Use TOOL_REF=IMAGE.", remedy=f"got {item!r}"
+            )
         out.append((ref.strip(), image.strip()))
     return out
 
@@ -38,8 +40,10 @@ def parse_secret_names(items: Iterable[str]) -> list[str]:
     names = []
     for item in items:
         if not _ENV_NAME.match(item):
-            raise UsageError(f"invalid --secret-env name {item!r}",
-                             remedy="pass the NAME of an environment variable, never its value")
+            raise UsageError(
+                f"invalid --secret-env name {item!r}",
+                remedy="pass the NAME of an environment variable, never its value",
+            )
         if item not in names:
             names.append(item)
     return names

@@ -31,8 +31,10 @@ class StackSettings:
 def read_stack(name: str, root: Path) -> StackSettings:
     path = root / "stacks" / f"Pulumi.{name}.yaml"
     if not path.is_file():
-        raise ConfigError(f"stack '{name}' has no configuration file at {path}",
-                          remedy=f"create {path} or pass an existing --stack")
+        raise ConfigError(
+            f"stack '{name}' has no configuration file at {path}",
+            remedy=f"create {path} or pass an existing --stack",
+        )
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
@@ -45,5 +47,12 @@ def read_stack(name: str, root: Path) -> StackSettings:
         value = config.get(f"npa-infra:{key}", "")
         return value if isinstance(value, str) else ""
 
-    return StackSettings(name, str(path), get("context"), get("namespace"), get("serviceAccount"),
-                         get("bucket"), get("registry"))
+    return StackSettings(
+        name,
+        str(path),
+        get("context"),
+        get("namespace"),
+        get("serviceAccount"),
+        get("bucket"),
+        get("registry"),
+    )
