@@ -141,28 +141,22 @@ def plan_spec(
 def _print_submit(report: SubmitReport) -> None:
     output.out(f"run: {report.run_id}  workflow: {report.workflow}  mode: {report.mode}")
     if report.plan is not None:
-        output.out(f"steps: {len(report.plan.steps)}  fingerprint: {report.fingerprint}")
         if report.plan.assume_decision:
             output.out(f"assume_decision: {report.plan.assume_decision}")
+        output.out(f"steps: {len(report.plan.steps)}  fingerprint: {report.fingerprint}")
+    number = 0
     for job, path in zip(report.jobs, report.yaml_paths, strict=True):
-        tasks = (
-            [str(d.get("name")) for d in job.documents[1:]]
-            if job.documents and "execution" in job.documents[0]
-            else []
-        )
-        shown = ", ".join(tasks[:6]) + (f", … (+{len(tasks) - 6})" if len(tasks) > 6 else "")
-        output.out(
-            f"job {job.job_name} [{job.execution}] {len(tasks) or len(job.documents)} task(s): {shown}"
-        )
-        output.out(f"  yaml: {path}")
-    images = sorted({i for j in report.jobs for i in j.images})
-    if images:
-        output.out("images:")
-        for image in images:
-            output.out(f"  {image}")
+        tasks = [d for d in job.documents if "execution" not in d]
+        output.out(f"job {job.job_name} [{job.execution}], {len(tasks)} task(s) -> {path}")
+        for task in tasks:
+            number += 1
+            image = str((task.get("resources") or {}).get("image_id", "")).removeprefix("docker:")
+            output.out(
+                f"  {number:02d}. {task.get('name')}  {image or '(no image: staged source)'}"
+            )
     for hint in report.secret_env_hints:
         state = "set" if hint["available"] else "NOT SET"
-        output.out(f"secret {hint['name']}: {state} (passed by name at launch)")
+        output.out(f"secret {hint['name']}: {state} (passed by name at launch, never written)")
     output.out("not submitted (--plan-only): nothing was launched")
 
 
@@ -247,4 +241,6 @@ def submit(
     if json_out:
         output.emit_json(report.to_json())
         return
+    if report.bucket_is_placeholder:
+        output.warn("warning: config.bucket is a placeholder; pass --var bucket=<your bucket>")
     _print_submit(report)

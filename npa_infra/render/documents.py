@@ -77,8 +77,12 @@ def _tasks(
     steps: tuple[PlanStep, ...], s: RenderSettings
 ) -> tuple[list[dict[str, Any]], list[str]]:
     docs, imgs = [], []
+    seen: dict[str, int] = {}
     for step in steps:
-        doc, image = render_task(step, s)
+        # Sequence loops repeat states; SkyPilot task names must stay unique per job.
+        count = seen[step.task_name] = seen.get(step.task_name, 0) + 1
+        name = step.task_name if count == 1 else f"{step.task_name}-r{count}"
+        doc, image = render_task(step, s, name)
         _check_placeholders(doc, step.task_name)
         docs.append(doc)
         if image:

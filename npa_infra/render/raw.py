@@ -82,6 +82,8 @@ def load_raw_task(
     issues: list[SpecIssue] = []
     lines = text.splitlines()
     for lineno, line in enumerate(lines, start=1):
+        if line.lstrip().startswith("#"):
+            continue
         for match in _VAR.finditer(line):
             if match.group(1) not in variables:
                 issues.append(

@@ -170,13 +170,18 @@ def attempt_id(workflow: str, run_id: str, task: str) -> str:
 
 
 def _envs(
-    step: PlanStep, image: str | None, s: RenderSettings, pod_config: Mapping[str, Any], k8s: bool
+    step: PlanStep,
+    name: str,
+    image: str | None,
+    s: RenderSettings,
+    pod_config: Mapping[str, Any],
+    k8s: bool,
 ) -> dict[str, str]:
     envs = {
         "NPA_WORKFLOW_NAME": s.workflow,
         "NPA_WORKFLOW_RUN_ID": s.run_id,
         "NPA_WORKFLOW_STATE": step.state,
-        "NPA_WORKFLOW_ATTEMPT_ID": attempt_id(s.workflow, s.run_id, step.task_name),
+        "NPA_WORKFLOW_ATTEMPT_ID": attempt_id(s.workflow, s.run_id, name),
         "NPA_WORKFLOW_FENCE_SEQUENCE": str(s.fence_sequence),
         "NPA_WORKFLOW_FENCE_ATTEMPT": str(s.fence_attempt),
         "AWS_ENDPOINT_URL": str(s.config.get("aws_endpoint_url") or s.aws_endpoint),
@@ -244,8 +249,15 @@ def _setup_script(s: RenderSettings) -> str:
     return "\n".join(body) + "\n"
 
 
-def render_task(step: PlanStep, s: RenderSettings) -> tuple[dict[str, Any], str | None]:
-    """One SkyPilot task document for ``step`` and the image it runs in."""
+def render_task(
+    step: PlanStep, s: RenderSettings, task_name: str | None = None
+) -> tuple[dict[str, Any], str | None]:
+    """One SkyPilot task document for ``step`` and the image it runs in.
+
+    ``task_name`` replaces ``step.task_name`` when the caller must keep names
+    unique within one pipeline (states repeated by sequence loops).
+    """
+    name = task_name or step.task_name
     profile = step.resources_profile
     image = images.resolve_image(step.tool_ref, profile.get("image"), s.selection)
     if _truthy(s.config.get("require_baked_npa")) and not (
@@ -279,9 +291,9 @@ def render_task(step: PlanStep, s: RenderSettings) -> tuple[dict[str, Any], str 
         if not any(isinstance(p, dict) and p.get("name") == "npa-nebius-registry" for p in pull):
             pull.append({"name": "npa-nebius-registry"})
     doc: dict[str, Any] = {
-        "name": step.task_name,
+        "name": name,
         "resources": resources,
-        "envs": _envs(step, image, s, pod_config, k8s),
+        "envs": _envs(step, name, image, s, pod_config, k8s),
     }
     if secrets:
         doc["secrets"] = secrets

@@ -185,11 +185,13 @@ class SubmitReport:
     secret_env_hints: list[dict[str, Any]]
     source: dict[str, Any]
     infrastructure: dict[str, Any]
+    bucket_is_placeholder: bool = False
     exit_code: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
             "status": "PLANNED",
+            "bucket_is_placeholder": self.bucket_is_placeholder,
             "lifecycle_state": "PLAN_ONLY",
             "submission_state": "NOT_SUBMITTED",
             "submission_receipt": None,
@@ -241,13 +243,21 @@ def _require_secrets(names: Sequence[str], env: Mapping[str, str]) -> None:
         )
 
 
+def _private_dir(path: Path) -> None:
+    """Create ``path`` and any missing parents as 0700 (local state is private, cli.md §0)."""
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    for part in reversed(missing):
+        part.mkdir(mode=0o700)
+
+
 def _write(jobs: list[documents.RenderedJob], directory: Path) -> list[str]:
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _private_dir(directory)
     paths = []
     for job in jobs:
         path = directory / f"{job.job_name}.yaml"
         tmp = path.with_suffix(".yaml.tmp")
         tmp.write_text(job.text, encoding="utf-8")
+        tmp.chmod(0o600)
         tmp.replace(path)
         paths.append(str(path))
     return paths
@@ -350,6 +360,7 @@ def submit(
         secret_env_hints=_secret_hints([*names, *docker_secrets], environ),
         source={"status": "selected" if src else "not_required", "uri": src or None},
         infrastructure=_infrastructure(options, stack, runtime),
+        bucket_is_placeholder=context.bucket_is_placeholder(plan.config),
     )
 
 
