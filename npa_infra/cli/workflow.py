@@ -15,7 +15,8 @@ import typer
 from npa_infra.cli import output
 
 if TYPE_CHECKING:
-    from npa_infra.workflow.api import PlanReport, SubmitReport
+    from npa_infra.workflow.api import PlanReport
+    from npa_infra.workflow.submission import SubmitReport
 
 __all__ = ["app"]
 
@@ -211,7 +212,7 @@ def submit(
 ) -> None:
     """Plan, render and (with the launch transaction) submit a workflow."""
     from npa_infra.errors import UsageError
-    from npa_infra.workflow import api, options
+    from npa_infra.workflow import options, submission
 
     json_out = as_json or (output_format or "").lower() == "json"
     with _guard(json_out):
@@ -219,7 +220,7 @@ def submit(
             raise UsageError(
                 f"invalid --output-format {output_format!r}", remedy="use text or json"
             )
-        opts = api.SubmitOptions(
+        opts = submission.SubmitOptions(
             run_id=run_id,
             resume_run=resume_run,
             plan_only=plan_only,
@@ -237,7 +238,7 @@ def submit(
             render_dir=render_dir,
             catalog_path=catalog,
         )
-        report = api.submit(spec, opts)
+        report = submission.submit(spec, opts)
     if json_out:
         output.emit_json(report.to_json())
         return

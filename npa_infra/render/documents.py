@@ -22,6 +22,7 @@ __all__ = ["RenderedJob", "dump_documents", "render_plan"]
 
 _PLACEHOLDER = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 _SHA40 = re.compile(r"^[0-9a-f]{40}$")
+_DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +115,12 @@ def render_plan(
         raise RenderError(
             "config.require_baked_npa is enabled but config.source_sha is not 40 hex characters",
             remedy="pass --var source_sha=<the git commit baked into the images>",
+        )
+    probe = str(s.config.get("baked_npa_import") or "")
+    if baked and probe and not _DOTTED.match(probe):
+        raise RenderError(
+            f"config.baked_npa_import {probe!r} is not a dotted module name",
+            remedy="set it to the module the stage image executes, e.g. npa.workflows.sim2real.stage",
         )
     if not plan.steps:
         raise RenderError(

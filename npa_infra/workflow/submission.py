@@ -1,0 +1,296 @@
+"""``submit``: plan, render and write the SkyPilot YAML of a spec or raw task.
+
+Only ``--plan-only`` is available in this version; a live submit checks its
+inputs (secrets, decisions) and then stops before anything is launched,
+because launching belongs to the journaled launch transaction.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from npa_infra.catalog import images as pins
+from npa_infra.errors import MissingSecretError, NotYetAvailableError, SpecError, UsageError
+from npa_infra.plan import context, planner, waves
+from npa_infra.plan.model import Plan, PlanError
+from npa_infra.render import documents, images, raw
+from npa_infra.render.tasks import RenderSettings, secret_names_for_image
+from npa_infra.spec.model import ExecutionMode
+from npa_infra.workflow import api, identity, loading, stackfile
+from npa_infra.workflow.fingerprint import plan_fingerprint
+
+__all__ = ["SubmitOptions", "SubmitReport", "submit"]
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitOptions:
+    run_id: str | None = None
+    resume_run: str | None = None
+    plan_only: bool = False
+    runtime: bool = False
+    variables: Mapping[str, str] = field(default_factory=dict)
+    assume_decision: str = ""
+    image: str | None = None
+    image_overrides: Sequence[tuple[str, str]] = ()
+    registry: str | None = None
+    infra: str | None = None
+    secret_env: Sequence[str] = ()
+    stack: str | None = None
+    max_concurrency: int = 0
+    accept_eula: bool = True
+    render_dir: Path | None = None
+    catalog_path: Path | None = None
+    project_root: Path = field(default_factory=Path.cwd)
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitReport:
+    run_id: str
+    workflow: str
+    mode: str
+    plan: Plan | None
+    fingerprint: str
+    jobs: list[documents.RenderedJob]
+    yaml_paths: list[str]
+    secret_env_hints: list[dict[str, Any]]
+    source: dict[str, Any]
+    infrastructure: dict[str, Any]
+    bucket_is_placeholder: bool = False
+    exit_code: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": "PLANNED",
+            "bucket_is_placeholder": self.bucket_is_placeholder,
+            "lifecycle_state": "PLAN_ONLY",
+            "submission_state": "NOT_SUBMITTED",
+            "submission_receipt": None,
+            "run_id": self.run_id,
+            "workflow": self.workflow,
+            "mode": self.mode,
+            "steps": len(self.plan.steps)
+            if self.plan
+            else sum(len(j.documents) - 1 for j in self.jobs),
+            "fingerprint": self.fingerprint,
+            "secret_env_hints": self.secret_env_hints,
+            "source": self.source,
+            "preflight": {
+                "decision": "skipped",
+                "checks": [],
+                "reason": "registry preflight is not available in this version",
+            },
+            "infrastructure": self.infrastructure,
+            "plan": self.plan.to_json() if self.plan else None,
+            "skypilot_yaml": [
+                {
+                    "job_name": j.job_name,
+                    "wave": j.wave,
+                    "execution": j.execution,
+                    "path": p,
+                    "tasks": len(j.documents) - 1,
+                    "images": list(j.images),
+                }
+                for j, p in zip(self.jobs, self.yaml_paths, strict=True)
+            ],
+        }
+
+
+def _secret_hints(names: Sequence[str], env: Mapping[str, str]) -> list[dict[str, Any]]:
+    return [
+        {"name": n, "available": bool(env.get(n)), "source": "environment" if env.get(n) else None}
+        for n in names
+    ]
+
+
+def _require_secrets(names: Sequence[str], env: Mapping[str, str]) -> None:
+    missing = [n for n in names if not env.get(n)]
+    if missing:
+        raise MissingSecretError(
+            f"secret {missing[0]} is not set in the environment"
+            + (f" (also missing: {', '.join(missing[1:])})" if missing[1:] else ""),
+            remedy=f"export {missing[0]}=… in this shell (the value is passed to SkyPilot by name and never written)",
+            details={"missing": missing, "checked": ["process environment"]},
+        )
+
+
+def _private_dir(path: Path) -> None:
+    """Create ``path`` and any missing parents as 0700 (local state is private, cli.md §0)."""
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    for part in reversed(missing):
+        part.mkdir(mode=0o700)
+
+
+def _write(jobs: list[documents.RenderedJob], directory: Path) -> list[str]:
+    _private_dir(directory)
+    paths = []
+    for job in jobs:
+        path = directory / f"{job.job_name}.yaml"
+        tmp = path.with_suffix(".yaml.tmp")
+        tmp.write_text(job.text, encoding="utf-8")
+        tmp.chmod(0o600)
+        tmp.replace(path)
+        paths.append(str(path))
+    return paths
+
+
+def _npa_home(env: Mapping[str, str]) -> Path:
+    return Path(env.get("NPA_HOME") or Path.home() / ".npa").expanduser()
+
+
+def submit(
+    spec_path: Path, options: SubmitOptions, *, env: Mapping[str, str] | None = None
+) -> SubmitReport:
+    """Plan and render a spec (or raw SkyPilot YAML); only ``plan_only`` is available yet."""
+    environ = os.environ if env is None else env
+    if options.run_id and options.resume_run:
+        raise UsageError(
+            "--run-id and --resume-run are mutually exclusive",
+            remedy="use --resume-run ID to re-enter a run, or --run-id ID for a new one",
+        )
+    try:
+        text = spec_path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        text = None
+    if text is not None and not raw.is_workflow_spec(text) and "states:" not in text:
+        return _submit_raw(spec_path, text, options, environ)
+    catalog = api.select(options.catalog_path, environ)
+    v = loading.load_validated(spec_path, catalog, options.variables)
+    spec = v.spec
+    runtime = options.runtime or spec.metadata.execution_mode is ExecutionMode.RUNTIME
+    if (
+        spec.metadata.execution_mode is ExecutionMode.RUNTIME
+        and options.assume_decision
+        and not options.plan_only
+    ):
+        raise UsageError(
+            f"workflow '{spec.name}' declares executionMode: runtime; --assume-decision is only for previews",
+            remedy="drop --assume-decision (the evaluator's decisions route the run), or add --plan-only to preview",
+        )
+    if (
+        not runtime
+        and spec.has_transitions
+        and not options.plan_only
+        and not (options.assume_decision or spec.config.get("plan_assume_decision"))
+    ):
+        raise UsageError(
+            f"workflow '{spec.name}' has dynamic transitions; pass --assume-decision "
+            "promote_checkpoint|loop_back (or set config.plan_assume_decision)",
+            remedy="or run it with --runtime so real decisions route it",
+        )
+    run_id = identity.check_run_id(
+        options.resume_run or options.run_id or identity.fresh_run_id(spec.name)
+    )
+    names = list(options.secret_env)
+    if not options.plan_only:
+        _require_secrets(names, environ)
+    try:
+        plan = planner.build_plan(
+            spec, catalog, run_id=run_id, assume_decision=options.assume_decision
+        )
+    except PlanError as err:
+        raise api.plan_error(v, err) from None
+    stack = stackfile.read_stack(options.stack, options.project_root) if options.stack else None
+    registry = (
+        options.registry
+        or (stack.registry if stack else "")
+        or environ.get("NPA_REGISTRY")
+        or pins.DEFAULT_REGISTRY
+    )
+    src = environ.get("NPA_SRC_S3_URI") or environ.get("NPA_E2E_NPA_SRC_S3_URI") or ""
+    settings = RenderSettings(
+        workflow=spec.name,
+        run_id=run_id,
+        config=plan.config,
+        selection=images.ImageSelection(tuple(options.image_overrides), options.image, registry),
+        secret_env=tuple(names),
+        src_s3_uri=src,
+        accept_eula=options.accept_eula,
+        gpu_accelerator=environ.get("NPA_WORKFLOW_GPU_ACCELERATOR", ""),
+        gpu_memory=environ.get("NPA_WORKFLOW_GPU_MEMORY", ""),
+    )
+    jobs = documents.render_plan(
+        plan, settings, runtime=runtime, max_concurrency_cap=options.max_concurrency
+    )
+    if not options.plan_only:
+        raise NotYetAvailableError(
+            "live launch is not available in this version: the launch transaction is not built yet",
+            remedy=f"preview with: npa workbench workflow submit {spec_path} --plan-only",
+            details={"run_id": run_id},
+        )
+    paths = _write(jobs, (options.render_dir or _npa_home(environ) / "rendered") / run_id)
+    docker_secrets = sorted({n for j in jobs for i in j.images for n in secret_names_for_image(i)})
+    return SubmitReport(
+        run_id=run_id,
+        workflow=spec.name,
+        mode="runtime" if runtime else "one-shot",
+        plan=plan,
+        fingerprint=plan_fingerprint(plan),
+        jobs=jobs,
+        yaml_paths=paths,
+        secret_env_hints=_secret_hints([*names, *docker_secrets], environ),
+        source={"status": "selected" if src else "not_required", "uri": src or None},
+        infrastructure=_infrastructure(options, stack, runtime),
+        bucket_is_placeholder=context.bucket_is_placeholder(plan.config),
+    )
+
+
+def _infrastructure(
+    options: SubmitOptions, stack: stackfile.StackSettings | None, runtime: bool
+) -> dict[str, Any]:
+    context_name = (
+        options.infra.removeprefix("k8s/")
+        if options.infra and options.infra.startswith("k8s/")
+        else None
+    )
+    return {
+        "infra": options.infra,
+        "context": context_name or (stack.context if stack else None),
+        "namespace": stack.namespace if stack else None,
+        "stack": stack.name if stack else None,
+        "stack_source": "configuration file" if stack else None,
+        "execution": "runtime" if runtime else "one-shot",
+    }
+
+
+def _submit_raw(
+    spec_path: Path, text: str, options: SubmitOptions, env: Mapping[str, str]
+) -> SubmitReport:
+    docs, issues = raw.load_raw_task(text, str(spec_path), options.variables)
+    if issues:
+        raise SpecError(issues, source=str(spec_path))
+    name = str(docs[0].get("name") or spec_path.stem)
+    run_id = identity.check_run_id(
+        options.resume_run or options.run_id or identity.fresh_run_id(name)
+    )
+    names = list(options.secret_env)
+    if not options.plan_only:
+        _require_secrets(names, env)
+        raise NotYetAvailableError(
+            "live launch is not available in this version: the launch transaction is not built yet",
+            remedy=f"preview with: npa workbench workflow submit {spec_path} --plan-only",
+        )
+    job = documents.RenderedJob(
+        waves.job_name(run_id),
+        None,
+        "serial",
+        tuple(docs),
+        (),
+        documents.dump_documents(tuple(docs)),
+    )
+    paths = _write([job], (options.render_dir or _npa_home(env) / "rendered") / run_id)
+    return SubmitReport(
+        run_id,
+        name,
+        "raw",
+        None,
+        "",
+        [job],
+        paths,
+        _secret_hints(names, env),
+        {"status": "not_required", "uri": None},
+        _infrastructure(options, None, False),
+    )
