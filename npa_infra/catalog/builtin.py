@@ -31,7 +31,7 @@ _TOOLS = (
         description="Validate the seed trigger and its dataset manifest.",
     ),
     _tool(
-        "workbench.cosmos2.transfer",
+        "workbench.cosmos2.augment",
         *_S,
         "transfer",
         "--input-uri",
@@ -175,7 +175,7 @@ _TOOLS = (
         config_defaults={"caption_model": "Qwen/Qwen2.5-VL-72B-Instruct"},
     ),
     _tool(
-        "workbench.cosmos3.generate_variants",
+        "workbench.cosmos3.video2video",
         *_C,
         "generate",
         "--input-uri",
@@ -215,7 +215,7 @@ _TOOLS = (
         config_defaults={"grade_threshold": "0.75"},
     ),
     _tool(
-        "workbench.cosmos_curate.curate",
+        "workbench.cosmos_curate.curate_variants",
         *_C,
         "curate",
         "--input-uri",
