@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from npa_infra.errors import NpaError, SpecError
+from npa_infra.errors import NpaError, SpecError, UsageError
 from npa_infra.spec.issues import SpecIssue, format_issue, issue_json
 
 __all__ = ["emit_json", "fail", "out", "warn", "warn_issues"]
@@ -47,6 +47,12 @@ def warn_issues(issues: list[SpecIssue], label: str) -> None:
 
 
 def fail(exc: NpaError, *, as_json: bool, extra: dict[str, Any] | None = None) -> NoReturn:
+    """Render an expected failure and exit with its code.
+
+    A usage error never prints JSON, even under ``--json`` (cli.md §0): scripts
+    tell the two cases apart by the output. ``extra`` adds command-specific keys
+    (``submit`` adds ``run_id`` and ``launch_transaction``).
+    """
     if isinstance(exc, SpecError):
         if as_json:
             emit_json({"status": "invalid", "errors": [issue_json(i) for i in exc.issues]})
@@ -58,19 +64,15 @@ def fail(exc: NpaError, *, as_json: bool, extra: dict[str, Any] | None = None) -
             warn(f"Error: {len(exc.issues)} problem(s) found in {exc.source}")
             warn(f"Hint: {exc.remedy}")
         raise SystemExit(exc.exit_code)
-    if as_json:
-        emit_json(
-            {
-                "status": "error",
-                **(extra or {}),
-                "error": {
-                    "category": exc.category,
-                    "message": exc.message,
-                    "remedy": exc.remedy,
-                    "details": exc.details,
-                },
-            }
-        )
+    if as_json and not isinstance(exc, UsageError):
+        payload: dict[str, Any] = {"status": "error", **(extra or {})}
+        payload["error"] = {
+            "category": exc.category,
+            "message": exc.message,
+            "remedy": exc.remedy,
+            "details": exc.details,
+        }
+        emit_json(payload)
     else:
         warn(f"Error: {exc.message}")
         if exc.remedy:

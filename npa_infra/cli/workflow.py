@@ -7,8 +7,10 @@ the command bodies so ``npa --help`` stays fast.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -43,19 +45,18 @@ AssumeOpt = Annotated[
 ]
 
 
-def _guard(as_json: bool):  # type: ignore[no-untyped-def]  # returns a context manager
-    from contextlib import contextmanager
-
+@contextmanager
+def _guard(as_json: bool, extra: dict[str, Any] | None = None) -> Iterator[None]:
+    """Turn an ``NpaError`` raised inside the block into output and an exit code."""
     from npa_infra.errors import NpaError
 
-    @contextmanager
-    def guard():  # type: ignore[no-untyped-def]
-        try:
-            yield
-        except NpaError as exc:
-            output.fail(exc, as_json=as_json)
-
-    return guard()
+    try:
+        yield
+    except NpaError as exc:
+        payload = dict(extra or {})
+        if "run_id" in payload and exc.details.get("run_id"):
+            payload["run_id"] = exc.details["run_id"]
+        output.fail(exc, as_json=as_json, extra=payload)
 
 
 @app.command("validate-spec")
@@ -215,7 +216,8 @@ def submit(
     from npa_infra.workflow import options, submission
 
     json_out = as_json or (output_format or "").lower() == "json"
-    with _guard(json_out):
+    failure = {"status": "FAILED", "run_id": resume_run or run_id, "launch_transaction": None}
+    with _guard(json_out, failure):
         if output_format and output_format.lower() not in ("text", "json"):
             raise UsageError(
                 f"invalid --output-format {output_format!r}", remedy="use text or json"

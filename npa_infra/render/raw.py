@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from npa_infra.spec.issues import SpecIssue
-from npa_infra.spec.source import load_text
+from npa_infra.spec.source import LoadedDocument, PathKey, json_path, load_text
 
 __all__ = ["TASK_KEYS", "is_workflow_spec", "load_raw_task"]
 
@@ -75,67 +75,135 @@ def is_workflow_spec(text: str) -> bool:
     return re.search(r"^apiVersion:\s*['\"]?npa\.workflow/", text, re.MULTILINE) is not None
 
 
+def _substitute(value: Any, variables: Mapping[str, str]) -> Any:
+    if isinstance(value, str):
+        return _VAR.sub(lambda m: variables.get(m.group(1), m.group(0)), value)
+    if isinstance(value, dict):
+        return {k: _substitute(v, variables) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute(v, variables) for v in value]
+    return value
+
+
+def _leftovers(value: Any, path: PathKey) -> list[tuple[PathKey, str]]:
+    """``${K}`` placeholders left outside ``run`` and ``setup`` (bash expands those)."""
+    if isinstance(value, str):
+        return [(path, m.group(0)) for m in _VAR.finditer(value)]
+    if isinstance(value, dict):
+        found: list[tuple[PathKey, str]] = []
+        for k, v in value.items():
+            if not path and k in ("run", "setup"):
+                continue
+            found.extend(_leftovers(v, (*path, str(k))))
+        return found
+    if isinstance(value, list):
+        return [hit for i, v in enumerate(value) for hit in _leftovers(v, (*path, i))]
+    return []
+
+
+def _chunks(text: str) -> list[tuple[int, str]]:
+    """Split at ``---`` lines, keeping each document's first line number (0-based)."""
+    chunks: list[tuple[int, str]] = []
+    start = 0
+    current: list[str] = []
+    for lineno, line in enumerate(text.splitlines(keepends=True)):
+        if re.match(r"^---\s*$", line):
+            chunks.append((start, "".join(current)))
+            start, current = lineno + 1, []
+        else:
+            current.append(line)
+    chunks.append((start, "".join(current)))
+    return chunks
+
+
 def load_raw_task(
     text: str, label: str, variables: Mapping[str, str]
 ) -> tuple[list[dict[str, Any]], list[SpecIssue]]:
-    """Substitute ``${K}`` from ``variables`` and check every document; returns (docs, issues)."""
+    """Parse every document, substitute ``${K}`` from ``variables`` and check it; (docs, issues).
+
+    Values are substituted after parsing, so a value is used verbatim whatever
+    YAML syntax it holds. Placeholders left in ``run``/``setup`` are the task's
+    own environment, expanded by bash at run time.
+    """
     issues: list[SpecIssue] = []
-    lines = text.splitlines()
-    for lineno, line in enumerate(lines, start=1):
-        if line.lstrip().startswith("#"):
-            continue
-        for match in _VAR.finditer(line):
-            if match.group(1) not in variables:
-                issues.append(
-                    SpecIssue(
-                        "$",
-                        f"placeholder ${{{match.group(1)}}} has no --var value",
-                        f"pass --var {match.group(1)}=VALUE",
-                        lineno,
-                        match.start() + 1,
-                    )
-                )
-    substituted = _VAR.sub(lambda m: variables.get(m.group(1), m.group(0)), text)
     docs: list[dict[str, Any]] = []
-    for index, chunk in enumerate(re.split(r"^---\s*$", substituted, flags=re.MULTILINE)):
+    all_lines = text.splitlines()
+    for index, (offset, chunk) in enumerate(_chunks(text)):
         if not chunk.strip():
             continue
         loaded = load_text(chunk, label)
         if isinstance(loaded, SpecIssue):
-            issues.append(loaded)
+            issues.append(_shift(loaded, offset))
             continue
         data = loaded.data
-        if not isinstance(data, dict):
-            issues.append(SpecIssue(f"$[{index}]", "SkyPilot task document must be a mapping"))
+        if data is None:
             continue
+        if not isinstance(data, dict):
+            issues.append(
+                SpecIssue(
+                    f"$[{index}]", "SkyPilot task document must be a mapping", "", offset + 1, 1
+                )
+            )
+            continue
+
+        def at(
+            path: PathKey, key: bool = False, _m: LoadedDocument = loaded, _off: int = offset
+        ) -> tuple[int, int]:
+            pos = _m.source_map.locate(path, key=key)
+            return (pos.line + _off if pos.line else 0, pos.column)
+
+        own_envs = (
+            {str(k) for k in (data.get("envs") or {})}
+            if isinstance(data.get("envs"), dict)
+            else set()
+        )
+        for path, token in _leftovers(data, ()):
+            name = token[2:-1]
+            if name in variables:
+                continue
+            line, col = at(path)
+            if 0 < line <= len(all_lines):
+                # point at the placeholder itself, not the start of the scalar
+                found = all_lines[line - 1].find(token, max(col - 1, 0))
+                col = found + 1 if found >= 0 else col
+            hint = f"pass --var {name}=VALUE"
+            if name in own_envs:
+                hint += " (task envs are expanded only inside run and setup)"
+            issues.append(
+                SpecIssue(
+                    json_path(path), f"placeholder {token} has no --var value", hint, line, col
+                )
+            )
+        data = _substitute(data, variables)
         for key in data:
             if key not in TASK_KEYS:
-                pos = loaded.source_map.locate((str(key),), key=True)
+                line, col = at((str(key),), key=True)
                 issues.append(
                     SpecIssue(
                         f"$.{key}",
                         f"unknown SkyPilot task key '{key}'",
                         "see the SkyPilot 0.12 task YAML reference",
-                        pos.line,
-                        pos.column,
+                        line,
+                        col,
                     )
                 )
         res = data.get("resources")
         if isinstance(res, dict):
             for key in res:
                 if key not in RESOURCE_KEYS:
-                    pos = loaded.source_map.locate(("resources", str(key)), key=True)
+                    line, col = at(("resources", str(key)), key=True)
                     issues.append(
                         SpecIssue(
                             f"$.resources.{key}",
                             f"unknown resources key '{key}'",
                             "check the SkyPilot resources schema",
-                            pos.line,
-                            pos.column,
+                            line,
+                            col,
                         )
                     )
         elif res is not None:
-            issues.append(SpecIssue("$.resources", "resources must be a mapping"))
+            line, col = at(("resources",))
+            issues.append(SpecIssue("$.resources", "resources must be a mapping", "", line, col))
         docs.append(data)
     if not docs and not issues:
         issues.append(
@@ -144,3 +212,11 @@ def load_raw_task(
             )
         )
     return docs, issues
+
+
+def _shift(issue: SpecIssue, offset: int) -> SpecIssue:
+    if not issue.line:
+        return issue
+    return SpecIssue(
+        issue.path, issue.message, issue.hint, issue.line + offset, issue.column, issue.state
+    )

@@ -290,13 +290,13 @@ def render_task(
         pull = pod_config.setdefault("spec", {}).setdefault("imagePullSecrets", [])
         if not any(isinstance(p, dict) and p.get("name") == "npa-nebius-registry" for p in pull):
             pull.append({"name": "npa-nebius-registry"})
+    # Key order as dsl.md §6.1 lists it: name, resources, envs, run, num_nodes, config, setup, secrets.
     doc: dict[str, Any] = {
         "name": name,
         "resources": resources,
         "envs": _envs(step, name, image, s, pod_config, k8s),
+        "run": _run_script(step),
     }
-    if secrets:
-        doc["secrets"] = secrets
     num_nodes = profile.get("num_nodes")
     if num_nodes is not None and int(str(num_nodes)) > 1:
         doc["num_nodes"] = int(str(num_nodes))
@@ -308,5 +308,6 @@ def render_task(
     if kube:
         doc["config"] = {"kubernetes": kube}
     doc["setup"] = _setup_script(s)
-    doc["run"] = _run_script(step)
+    if secrets:
+        doc["secrets"] = secrets
     return doc, image

@@ -1,0 +1,125 @@
+"""Fast start-up (style.md rule 6): heavy SDKs load only inside the functions that use them.
+
+Each case runs in a fresh interpreter, because this test process has long
+since imported everything. The child runs the command, then reports its exit
+code and which of the heavy modules ended up in ``sys.modules``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+MINIMAL = REPO / "workflows" / "testing" / "minimal.yaml"
+HEAVY = ("kubernetes", "boto3", "httpx", "pulumi", "pulumi.automation", "pydantic")
+
+_CLI_CHILD = textwrap.dedent(
+    """\
+    import json, sys
+    from npa_infra.cli.main import app
+    report, heavy, args = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3:]
+    try:
+        app(args, prog_name="npa")
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    with open(report, "w") as fh:
+        json.dump({"code": code, "loaded": [m for m in heavy if m in sys.modules]}, fh)
+    """
+)
+
+_SDK_CHILD = textwrap.dedent(
+    """\
+    import json, sys
+    from pathlib import Path
+    from npa_infra.workflow import api
+    report, heavy, spec = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+    api.validate_spec(Path(spec), env={})
+    api.plan_spec(Path(spec), with_waves=True, env={})
+    with open(report, "w") as fh:
+        json.dump({"code": 0, "loaded": [m for m in heavy if m in sys.modules]}, fh)
+    """
+)
+
+
+def _run_child(script: str, tmp_path: Path, *args: str) -> dict[str, object]:
+    report = tmp_path / "report.json"
+    completed = subprocess.run(
+        [sys.executable, "-c", script, str(report), json.dumps(HEAVY), *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert report.is_file(), completed.stderr
+    result: dict[str, object] = json.loads(report.read_text(encoding="utf-8"))
+    result["stdout"] = completed.stdout
+    return result
+
+
+@pytest.fixture
+def spec_path(tmp_path: Path) -> Path:
+    if MINIMAL.is_file():
+        return MINIMAL
+    path = tmp_path / "minimal.yaml"
+    path.write_text(
+        "apiVersion: npa.workflow/v0.0.1\nkind: Workflow\nmetadata: {name: tiny}\n"
+        "states:\n  only:\n    run: {shell: echo hi}\n    terminal: true\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_npa_help_fresh_interpreter_loads_no_heavy_module(tmp_path: Path) -> None:
+    result = _run_child(_CLI_CHILD, tmp_path, "--help")
+
+    assert result["code"] == 0
+    assert "Usage" in str(result["stdout"])
+    assert result["loaded"] == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["workbench", "--help"],
+        ["workbench", "workflow", "--help"],
+        ["workbench", "workflow", "submit", "--help"],
+    ],
+    ids=["workbench", "workflow", "submit"],
+)
+def test_subcommand_help_fresh_interpreter_loads_no_heavy_module(
+    tmp_path: Path, args: list[str]
+) -> None:
+    result = _run_child(_CLI_CHILD, tmp_path, *args)
+
+    assert result["code"] == 0
+    assert "Usage" in str(result["stdout"])
+    assert result["loaded"] == []
+
+
+def test_validate_spec_command_fresh_interpreter_loads_no_heavy_module(
+    tmp_path: Path, spec_path: Path
+) -> None:
+    result = _run_child(
+        _CLI_CHILD, tmp_path, "workbench", "workflow", "validate-spec", str(spec_path)
+    )
+
+    assert result["code"] == 0
+    assert "valid:" in str(result["stdout"])
+    assert result["loaded"] == []
+
+
+def test_validate_and_plan_sdk_fresh_interpreter_loads_no_heavy_module(
+    tmp_path: Path, spec_path: Path
+) -> None:
+    result = _run_child(_SDK_CHILD, tmp_path, str(spec_path))
+
+    assert result["code"] == 0
+    assert result["loaded"] == []
