@@ -192,6 +192,9 @@ class Walk:
             loop_label, follow = "", True
 
     def _expand_one(self, state: State, loop_label: str, follow: bool, depth: int) -> str:
+        # Only chains entered from the top level must end at a terminal state; a
+        # chain that starts inside a sequence returns to that sequence (reference).
+        top = depth == 0
         if state.parallel:
             self.group_concurrency[state.name] = self._group_concurrency(state)
             for member in state.parallel:
@@ -201,7 +204,7 @@ class Walk:
                     loop_label=state.name,
                     group=state.name,
                 )
-            return self._group_next(state, follow)
+            return self._group_next(state, top)
         if state.sequence:
             if state.loop is not None:
                 for i in range(1, self.loop_max(state) + 1):
@@ -212,10 +215,10 @@ class Walk:
                     self.decision = self.assume
                     if state.loop.until and decisions.evaluate(state.loop.until, self.decision):
                         break
-                return self._group_next(state, follow)
+                return self._group_next(state, top)
             for child in state.sequence:
                 self.expand(child, loop_label=state.name, follow=False, depth=depth + 1)
-            return self._group_next(state, follow)
+            return self._group_next(state, top)
         if state.loop is not None:
             for i in range(1, self.loop_max(state) + 1):
                 self.loops[state.name] = i
@@ -223,25 +226,27 @@ class Walk:
                 self.decision = self.assume
                 if state.loop.until and decisions.evaluate(state.loop.until, self.decision):
                     break
-            return self.transition(state) or state.next or self._dead_end(state, follow)
+            if state.terminal:
+                return ""
+            return self.transition(state) or state.next or self._dead_end(state, top)
         self.step(state, iteration=None, loop_label=loop_label, group="")
         if state.terminal:
             return ""
         if state.transitions:
             self.decision = self.assume
         if follow:
-            return self.transition(state) or state.next or self._dead_end(state, follow)
+            return self.transition(state) or state.next or self._dead_end(state, top)
         return "" if state.transitions else state.next
 
-    def _group_next(self, state: State, follow: bool) -> str:
+    def _group_next(self, state: State, top: bool) -> str:
         if state.next or state.terminal:
             return state.next
-        return self._dead_end(state, follow)
+        return self._dead_end(state, top)
 
-    def _dead_end(self, state: State, follow: bool) -> str:
+    def _dead_end(self, state: State, top: bool) -> str:
         # npa-infra is stricter (dsl.md §4.2 planning guard): a non-terminal
-        # leaf reached at top level must lead somewhere.
-        if not follow:
+        # state reached at top level must lead somewhere.
+        if not top:
             return ""
         if state.transitions:
             raise PlanError(

@@ -80,9 +80,16 @@ class Collector:
         *,
         key: bool = False,
         state: str | None = None,
+        at: PathKey | None = None,
     ) -> None:
-        pos = self.source_map.locate(path, key=key)
-        self.issues.append(SpecIssue(json_path(path), message, hint, pos.line, pos.column, state))
+        """Record an issue at ``path``; ``at`` locates it at another node (e.g. the offending key)."""
+        if at is not None:
+            pos = self.source_map.locate(at, key=True)
+        else:
+            pos = self.source_map.locate(path, key=key)
+        # dsl.md §4.2: every error carries a one-line hint
+        text = hint or "check this field against the npa.workflow/v0.0.1 format (dsl.md)"
+        self.issues.append(SpecIssue(json_path(path), message, text, pos.line, pos.column, state))
 
     def warn(
         self, path: PathKey, message: str, hint: str = "", *, state: str | None = None
@@ -123,6 +130,7 @@ def _str_list(c: Collector, value: object, path: PathKey, what: str, state: str)
             c.error(
                 (*path, i),
                 f"{what} entries must be state names, got {type_name(item)}",
+                "list state names as strings",
                 state=state,
             )
             continue
@@ -136,7 +144,12 @@ def _artifacts(
     if value is None:
         return ()
     if not isinstance(value, list):
-        c.error(path, f"expected list of {{uri, schema}}, got {type_name(value)}", state=state)
+        c.error(
+            path,
+            f"expected list of {{uri, schema}}, got {type_name(value)}",
+            "write a list of {uri: s3://…, schema: name}",
+            state=state,
+        )
         return ()
     out = []
     for i, item in enumerate(value):
@@ -144,7 +157,12 @@ def _artifacts(
             out.append(model.Artifact(uri=item))
             continue
         if not isinstance(item, dict):
-            c.error((*path, i), f"expected object with 'uri', got {type_name(item)}", state=state)
+            c.error(
+                (*path, i),
+                f"expected object with 'uri', got {type_name(item)}",
+                "write {uri: s3://…, schema: name}",
+                state=state,
+            )
             continue
         uri = item.get("uri")
         if not isinstance(uri, str):
@@ -158,7 +176,10 @@ def _number_form(c: Collector, value: object, path: PathKey, state: str) -> mode
     """int, digit string, ``config.k`` or a whole ``{{config.k}}`` (checked later)."""
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         c.error(
-            path, f"expected an integer or config reference, got {type_name(value)}", state=state
+            path,
+            f"expected an integer or config reference, got {type_name(value)}",
+            'use an integer, "3", config.KEY or {{config.KEY}}',
+            state=state,
         )
         return None
     return value
@@ -180,7 +201,12 @@ def _parse_run(c: Collector, raw: object, path: PathKey, state: str) -> model.Ru
     argv: tuple[str, ...] = ()
     if argv_raw is not None:
         if not isinstance(argv_raw, list) or not all(_is_scalar(a) for a in argv_raw):
-            c.error((*path, "argv"), "run.argv must be a list of strings", state=state)
+            c.error(
+                (*path, "argv"),
+                "run.argv must be a list of strings",
+                "write argv as a YAML list of strings",
+                state=state,
+            )
         else:
             argv = tuple(_as_text(a) for a in argv_raw)
     shell = ""
@@ -189,6 +215,7 @@ def _parse_run(c: Collector, raw: object, path: PathKey, state: str) -> model.Ru
             c.error(
                 (*path, "shell"),
                 f"run.shell must be a string, got {type_name(shell_raw)}",
+                "write shell as one bash string",
                 state=state,
             )
         else:
@@ -206,7 +233,12 @@ def _parse_run(c: Collector, raw: object, path: PathKey, state: str) -> model.Ru
 
 def _parse_trigger(c: Collector, raw: object, path: PathKey, state: str) -> model.Trigger | None:
     if not isinstance(raw, dict):
-        c.error(path, f"trigger must be a mapping, got {type_name(raw)}", state=state)
+        c.error(
+            path,
+            f"trigger must be a mapping, got {type_name(raw)}",
+            "use trigger: {uri: s3://bucket/prefix/, pollSeconds: 30}",
+            state=state,
+        )
         return None
     uri = raw.get("uri")
     if not isinstance(uri, str) or not uri:
@@ -219,11 +251,19 @@ def _parse_trigger(c: Collector, raw: object, path: PathKey, state: str) -> mode
         v = raw.get(key, default)
         if isinstance(v, bool) or not isinstance(v, (int, str)):
             c.error(
-                (*path, key), f"trigger.{key} must be an integer, got {type_name(v)}", state=state
+                (*path, key),
+                f"trigger.{key} must be an integer, got {type_name(v)}",
+                "write an integer or a {{config.KEY}} token",
+                state=state,
             )
             v = default
         elif isinstance(v, int) and v < minimum:
-            c.error((*path, key), f"trigger.{key} must be >= {minimum}, got {v}", state=state)
+            c.error(
+                (*path, key),
+                f"trigger.{key} must be >= {minimum}, got {v}",
+                "raise the value to the minimum shown",
+                state=state,
+            )
         values[key] = v
     return model.Trigger(uri, values["pollSeconds"], values["maxPolls"], values["minObjects"])
 
@@ -243,6 +283,7 @@ def _parse_loop(c: Collector, raw: object, path: PathKey, state: str) -> model.L
         c.error(
             (*path, "until"),
             f"loop.until must be a predicate name, got {type_name(until)}",
+            "use promote_checkpoint or loop_back",
             state=state,
         )
         until = None
@@ -253,13 +294,23 @@ def _parse_transitions(
     c: Collector, raw: object, path: PathKey, state: str
 ) -> tuple[model.Transition, ...]:
     if not isinstance(raw, list):
-        c.error(path, f"transitions must be a list, got {type_name(raw)}", state=state)
+        c.error(
+            path,
+            f"transitions must be a list, got {type_name(raw)}",
+            "write transitions as a list of {goto, when}",
+            state=state,
+        )
         return ()
     out = []
     for i, item in enumerate(raw):
         ipath = (*path, i)
         if not isinstance(item, dict):
-            c.error(ipath, f"transition must be a mapping, got {type_name(item)}", state=state)
+            c.error(
+                ipath,
+                f"transition must be a mapping, got {type_name(item)}",
+                "write each transition as {goto: STATE, when: PREDICATE}",
+                state=state,
+            )
             continue
         goto = item.get("goto")
         if not isinstance(goto, str) or not goto:
@@ -267,10 +318,20 @@ def _parse_transitions(
             continue
         when, cond = item.get("when"), item.get("if")
         if when is not None and not isinstance(when, str):
-            c.error((*ipath, "when"), "transition.when must be a predicate name", state=state)
+            c.error(
+                (*ipath, "when"),
+                "transition.when must be a predicate name",
+                "use promote_checkpoint or loop_back",
+                state=state,
+            )
             when = None
         if cond is not None and not isinstance(cond, str):
-            c.error((*ipath, "if"), "transition.if must be 'config.KEY'", state=state)
+            c.error(
+                (*ipath, "if"),
+                "transition.if must be 'config.KEY'",
+                "write if: config.KEY",
+                state=state,
+            )
             cond = None
         out.append(model.Transition(goto=goto, when=when, if_config=cond))
     return tuple(out)
@@ -278,7 +339,12 @@ def _parse_transitions(
 
 def _parse_params(c: Collector, raw: object, path: PathKey, state: str) -> dict[str, model.Scalar]:
     if not isinstance(raw, dict):
-        c.error(path, f"params must be a mapping, got {type_name(raw)}", state=state)
+        c.error(
+            path,
+            f"params must be a mapping, got {type_name(raw)}",
+            "use params: {key: value}, a config overlay for this state",
+            state=state,
+        )
         return {}
     out: dict[str, model.Scalar] = {}
     for key, value in raw.items():
@@ -286,6 +352,7 @@ def _parse_params(c: Collector, raw: object, path: PathKey, state: str) -> dict[
             c.error(
                 (*path, str(key)),
                 f"params values must be scalars, got {type_name(value)}",
+                "use a string, number or boolean; params cannot nest",
                 state=state,
             )
             continue
@@ -313,7 +380,12 @@ def _parse_state(c: Collector, name: str, raw: dict[str, Any]) -> model.State:
             kw["run"] = _parse_run(c, value, path, name)
         elif attr in ("tool_ref", "next", "resources", "multi_node_mode"):
             if not isinstance(value, str):
-                c.error(path, f"expected str, got {type_name(value)}", state=name)
+                c.error(
+                    path,
+                    f"expected str, got {type_name(value)}",
+                    "write a string value",
+                    state=name,
+                )
                 continue
             if attr == "multi_node_mode" and value != "sharded":
                 c.error(
@@ -344,7 +416,12 @@ def _parse_state(c: Collector, name: str, raw: dict[str, Any]) -> model.State:
             kw[attr] = _artifacts(c, value, path, name)
         elif attr in ("terminal", "writes_decision"):
             if not isinstance(value, bool):
-                c.error(path, f"expected true or false, got {type_name(value)}", state=name)
+                c.error(
+                    path,
+                    f"expected true or false, got {type_name(value)}",
+                    "write true or false",
+                    state=name,
+                )
                 continue
             kw[attr] = value
     return model.State(name=name, **{k: v for k, v in kw.items() if v is not None})
@@ -359,10 +436,10 @@ def _parse_metadata(c: Collector, raw: object) -> model.Metadata:
     unknown = [str(k) for k in raw if k not in METADATA_FIELDS]
     if unknown:
         c.error(
-            ("metadata", unknown[0]),
+            ("metadata",),
             "unknown field(s): " + ", ".join(f"'{k}'" for k in unknown),
             f"allowed: {', '.join(METADATA_FIELDS)}",
-            key=True,
+            at=("metadata", unknown[0]),
         )
     name = raw.get("name")
     if name is None:
@@ -371,7 +448,11 @@ def _parse_metadata(c: Collector, raw: object) -> model.Metadata:
         )
         name = "unnamed"
     elif not isinstance(name, str) or not name:
-        c.error(("metadata", "name"), f"expected non-empty str, got {type_name(name)}")
+        c.error(
+            ("metadata", "name"),
+            f"expected non-empty str, got {type_name(name)}",
+            "give the workflow a name",
+        )
         name = "unnamed"
     mode_raw = raw.get("executionMode")
     mode = None
@@ -406,7 +487,11 @@ def _mapping_field(c: Collector, data: dict[str, Any], key: str) -> dict[str, An
     if value is None:
         return {}
     if not isinstance(value, dict):
-        c.error((key,), f"expected object, got {type_name(value)}")
+        c.error(
+            (key,),
+            f"expected object, got {type_name(value)}",
+            "write this as a mapping of key: value",
+        )
         return {}
     return {str(k): v for k, v in value.items()}
 
@@ -427,7 +512,9 @@ def parse_document(doc: LoadedDocument) -> ParseResult:
             c.error((), f"missing required field '{required}'", f"add top-level '{required}:'")
     api_version = data.get("apiVersion")
     if "apiVersion" in data and not isinstance(api_version, str):
-        c.error(("apiVersion",), f"expected str, got {type_name(api_version)}")
+        c.error(
+            ("apiVersion",), f"expected str, got {type_name(api_version)}", "write a string value"
+        )
     kind = data.get("kind")
     if "kind" in data and kind != "Workflow":
         c.error(("kind",), f"expected 'Workflow', got {kind!r}", "set kind: Workflow")
@@ -455,7 +542,11 @@ def parse_document(doc: LoadedDocument) -> ParseResult:
         else:
             for sname, sraw in states_raw.items():
                 if not isinstance(sname, str) or not sname:
-                    c.error(("states",), f"state names must be strings, got {type_name(sname)}")
+                    c.error(
+                        ("states",),
+                        f"state names must be strings, got {type_name(sname)}",
+                        "use text keys under states:",
+                    )
                     continue
                 if not isinstance(sraw, dict):
                     c.error(
@@ -465,7 +556,7 @@ def parse_document(doc: LoadedDocument) -> ParseResult:
                 states[sname] = _parse_state(c, sname, sraw)
     initial = data.get("initial")
     if initial is not None and not isinstance(initial, str):
-        c.error(("initial",), f"expected str, got {type_name(initial)}")
+        c.error(("initial",), f"expected str, got {type_name(initial)}", "write a string value")
         initial = None
     # Keep going after field-level problems so later phases report independent
     # mistakes too; without states (or with a broken top level) there is nothing to check.

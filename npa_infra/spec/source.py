@@ -95,21 +95,34 @@ class _Builder:
         if depth > MAX_DEPTH:
             raise _TooLarge(f"document nests deeper than {MAX_DEPTH} levels", node.start_mark)
         mark = node.start_mark
-        self.source_map.values.setdefault(path, Position(mark.line + 1, mark.column + 1))
+        # assignment, not setdefault: a duplicate key keeps the last value, so its position must win
+        self.source_map.values[path] = Position(mark.line + 1, mark.column + 1)
         if isinstance(node, yaml.MappingNode):
             return self._mapping(node, path, depth)
         if isinstance(node, yaml.SequenceNode):
             return [self.build(item, (*path, i), depth + 1) for i, item in enumerate(node.value)]
         return _SCALAR_CONSTRUCTOR.construct_object(node)
 
+    def _rebase(self, prefix: PathKey, target: PathKey) -> None:
+        n = len(prefix)
+        for table in (self.source_map.values, self.source_map.keys):
+            for key, pos in list(table.items()):
+                if key[:n] == prefix and len(key) > n:
+                    table.setdefault((*target, *key[n:]), pos)
+
     def _mapping(self, node: yaml.MappingNode, path: PathKey, depth: int) -> dict[Any, Any]:
         result: dict[Any, Any] = {}
         for key_node, value_node in node.value:
             if key_node.tag == _MERGE_TAG:
-                merged = self.build(value_node, path, depth + 1)
+                # merged values are built under a side path, then their positions are
+                # rebased onto this mapping unless an explicit key already has one
+                side = (*path, "<<")
+                merged = self.build(value_node, side, depth + 1)
                 sources = merged if isinstance(merged, list) else [merged]
-                for source in sources:
+                for index, source in enumerate(sources):
                     if isinstance(source, dict):
+                        prefix = (*side, index) if isinstance(merged, list) else side
+                        self._rebase(prefix, path)
                         for k, v in source.items():
                             result.setdefault(k, v)
                 continue
@@ -156,6 +169,10 @@ def load_text(text: str, label: str) -> LoadedDocument | SpecIssue:
         )
     except RecursionError:
         return SpecIssue("$", "invalid YAML: nesting is too deep", hint="flatten the document")
+    except UnicodeError:
+        return SpecIssue(
+            "$", "file holds text that is not valid Unicode", hint="save the spec as UTF-8"
+        )
     if node is None:
         return LoadedDocument(None, SourceMap(), lines, label)
     builder = _Builder()
@@ -170,7 +187,7 @@ def load_text(text: str, label: str) -> LoadedDocument | SpecIssue:
             line=m.line + 1,
             column=m.column + 1,
         )
-    except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:
+    except (yaml.YAMLError, ValueError, TypeError, OverflowError, UnicodeError) as exc:
         return SpecIssue("$", f"invalid YAML value: {exc}", hint="fix the YAML value")
     except RecursionError:
         return SpecIssue("$", "invalid YAML: nesting is too deep", hint="flatten the document")

@@ -135,7 +135,16 @@ def resolve(text: str, ctx: TokenContext) -> str:
             )
         value = stringify(_value(scope, key, whole, ctx))
         if transform == "base64":
-            return base64.b64encode(value.encode("utf-8")).decode("ascii")
+            try:
+                # surrogateescape keeps bytes that came in through argv
+                raw = value.encode("utf-8", "surrogateescape")
+            except UnicodeEncodeError:
+                raise TokenError(
+                    f"token {whole}: the value is not valid text and cannot be base64-encoded",
+                    token=whole,
+                    scope=scope,
+                ) from None
+            return base64.b64encode(raw).decode("ascii")
         return value
 
     return TOKEN_RE.sub(replace, text)

@@ -12,11 +12,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from npa_infra.catalog.model import Catalog
-from npa_infra.spec import numbers
+from npa_infra.spec import numbers, tokens
 from npa_infra.spec.model import API_VERSIONS, PREDICATES, Spec, State
 from npa_infra.spec.parse import Collector
 
 __all__ = ["check_spec"]
+
+ALLOWED_ASSUMPTIONS = ("promote_checkpoint", "promote", "loop_back", "loop_back_to_inner_loop")
 
 
 def _suggest(name: str, options: Iterable[str]) -> str:
@@ -29,7 +31,8 @@ def _is_int_form(value: object) -> bool:
 
 
 def check_spec(spec: Spec, catalog: Catalog, c: Collector) -> None:
-    """Append every phase 4-8 issue of ``spec`` to ``c``."""
+    """Append every phase 4-8 issue of ``spec`` to ``c`` (plus the phase-2 decision check)."""
+    _assumed_decision(spec, c)
     _spec_level(spec, c)
     for state in spec.states.values():
         _references(spec, state, c)
@@ -40,6 +43,70 @@ def check_spec(spec: Spec, catalog: Catalog, c: Collector) -> None:
     for state in spec.states.values():
         _executable(spec, state, catalog, c)
     _graph(spec, c)
+    _nesting(spec, c)
+
+
+MAX_NESTING = 64
+
+
+def _assumed_decision(spec: Spec, c: Collector) -> None:
+    # dsl.md §4.2: a bad config.plan_assume_decision is a phase-2 error; token-valued
+    # ones are checked once config resolves (workflow.loading).
+    value = spec.config.get("plan_assume_decision")
+    literal = isinstance(value, str) and value.strip() and "{{" not in value
+    if literal and str(value).strip() not in ALLOWED_ASSUMPTIONS:
+        c.error(
+            ("config", "plan_assume_decision"),
+            f"unknown decision {value!r}",
+            f"use one of: {', '.join(ALLOWED_ASSUMPTIONS)}",
+        )
+
+
+def _nesting(spec: Spec, c: Collector) -> None:
+    """Containment (sequence/parallel) must be acyclic and at most MAX_NESTING deep."""
+    depth: dict[str, int] = {}
+    for root in spec.states:
+        if root in depth:
+            continue
+        stack: list[tuple[str, int]] = [(root, 0)]
+        trail: list[str] = []
+        on_trail: set[str] = set()
+        while stack:
+            name, idx = stack[-1]
+            st = spec.states[name]
+            if idx == 0:
+                trail.append(name)
+                on_trail.add(name)
+            children = [
+                ch for ch in (*st.sequence, *st.parallel) if ch in spec.states and ch != name
+            ]
+            if idx < len(children):
+                stack[-1] = (name, idx + 1)
+                child = children[idx]
+                if child in on_trail:
+                    cycle = [*trail[trail.index(child) :], child]
+                    c.error(
+                        ("states", child),
+                        "sequence nesting forms a cycle: " + " -> ".join(cycle),
+                        "a state cannot contain, directly or indirectly, itself",
+                        state=child,
+                    )
+                    return
+                if child not in depth:
+                    stack.append((child, 0))
+                continue
+            stack.pop()
+            trail.pop()
+            on_trail.discard(name)
+            depth[name] = 1 + max((depth.get(ch, 0) for ch in children), default=0)
+            if depth[name] > MAX_NESTING:
+                c.error(
+                    ("states", name),
+                    f"sequence nesting is deeper than {MAX_NESTING} levels",
+                    "flatten the workflow: chain states with next instead of nesting",
+                    state=name,
+                )
+                return
 
 
 def _spec_level(spec: Spec, c: Collector) -> None:
@@ -99,7 +166,12 @@ def _references(spec: Spec, st: State, c: Collector) -> None:
     for i, child in enumerate(st.sequence):
         _ref(spec, c, (*base, "sequence", i), child, "sequence entry", st.name)
         if child == st.name:
-            c.error((*base, "sequence", i), "a sequence cannot contain itself", state=st.name)
+            c.error(
+                (*base, "sequence", i),
+                "a sequence cannot contain itself",
+                "list other states in the sequence",
+                state=st.name,
+            )
     if st.next and st.next not in spec.states:
         # npa-infra is stricter: the reference crashes later with KeyError
         c.error(
@@ -127,7 +199,10 @@ def _parallel(spec: Spec, st: State, c: Collector) -> None:
         return
     if st.sequence:
         c.error(
-            (*base, "parallel"), "a state cannot have both sequence and parallel", state=st.name
+            (*base, "parallel"),
+            "a state cannot have both sequence and parallel",
+            "split it into a sequence whose child is the parallel group",
+            state=st.name,
         )
     if st.loop is not None:
         c.error(
@@ -147,11 +222,21 @@ def _parallel(spec: Spec, st: State, c: Collector) -> None:
     for i, member in enumerate(st.parallel):
         mpath = (*base, "parallel", i)
         if member in seen:
-            c.error(mpath, f"duplicate parallel member '{member}'", state=st.name)
+            c.error(
+                mpath,
+                f"duplicate parallel member '{member}'",
+                "list each member once",
+                state=st.name,
+            )
             continue
         seen.add(member)
         if member == st.name:
-            c.error(mpath, "a parallel group cannot contain itself", state=st.name)
+            c.error(
+                mpath,
+                "a parallel group cannot contain itself",
+                "list the member leaf states, not the group",
+                state=st.name,
+            )
             continue
         m = spec.states.get(member)
         if m is None:
@@ -166,6 +251,7 @@ def _parallel(spec: Spec, st: State, c: Collector) -> None:
             c.error(
                 mpath,
                 f"parallel member '{member}' must be a leaf (no sequence, parallel or loop)",
+                "make the member a plain run/toolRef state; loop the group from an enclosing sequence",
                 state=st.name,
             )
         if m.next or m.transitions:
@@ -176,7 +262,12 @@ def _parallel(spec: Spec, st: State, c: Collector) -> None:
                 state=st.name,
             )
         if m.terminal:
-            c.error(mpath, f"parallel member '{member}' must not be terminal", state=st.name)
+            c.error(
+                mpath,
+                f"parallel member '{member}' must not be terminal",
+                "remove terminal: true from the member; the group's next continues the workflow",
+                state=st.name,
+            )
     if st.parallel_count is not None:
         try:
             count = _int(spec, st.parallel_count)
@@ -201,6 +292,7 @@ def _parallel(spec: Spec, st: State, c: Collector) -> None:
                 c.error(
                     (*base, "maxConcurrency"),
                     f"maxConcurrency must be in 1..64, got {mc}",
+                    "use a value from 1 to 64",
                     state=st.name,
                 )
 
@@ -213,7 +305,10 @@ def _trigger_and_work(spec: Spec, st: State, catalog: Catalog, c: Collector) -> 
     base = ("states", st.name)
     if st.trigger is not None and not st.has_work:
         c.error(
-            (*base, "trigger"), "a state with a trigger also needs run or toolRef", state=st.name
+            (*base, "trigger"),
+            "a state with a trigger also needs run or toolRef",
+            "add the work the trigger starts (run or toolRef)",
+            state=st.name,
         )
     if st.tool_ref and catalog.get(st.tool_ref) is None:
         close = difflib.get_close_matches(st.tool_ref, catalog.names(), n=3)
@@ -255,7 +350,10 @@ def _loop_bound(spec: Spec, st: State, c: Collector) -> None:
         return
     if value < 1:
         c.error(
-            ("states", st.name, "loop", "max"), f"loop.max must be >= 1, got {value}", state=st.name
+            ("states", st.name, "loop", "max"),
+            f"loop.max must be >= 1, got {value}",
+            "use loop.max: 1 or more",
+            state=st.name,
         )
 
 
@@ -273,7 +371,7 @@ def _profiles(spec: Spec, c: Collector) -> None:
                 continue
             try:
                 n = int(raw)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 c.error(
                     apath,
                     f"accelerator count must be an integer, got {raw!r}",
@@ -281,20 +379,29 @@ def _profiles(spec: Spec, c: Collector) -> None:
                 )
                 continue
             if n < 1:
-                c.error(apath, f"accelerator count must be >= 1, got {n}")
+                c.error(
+                    apath,
+                    f"accelerator count must be >= 1, got {n}",
+                    "request at least one GPU, e.g. H100:1",
+                )
         if "num_nodes" in profile:
             nn = profile["num_nodes"]
             if isinstance(nn, bool):
-                c.error((*path, "num_nodes"), "num_nodes must be an integer, not a bool")
-            elif isinstance(nn, int) and not 1 <= nn <= 32:
-                c.error((*path, "num_nodes"), f"num_nodes must be in 1..32, got {nn}")
-            elif isinstance(nn, str) and "{{" not in nn:
-                c.error((*path, "num_nodes"), f"num_nodes must be an integer, got {nn!r}")
+                c.error(
+                    (*path, "num_nodes"),
+                    "num_nodes must be an integer, not a bool",
+                    "write num_nodes: 1 (or more, up to 32)",
+                )
+            elif isinstance(nn, str) and "{{" in nn:
+                pass  # resolved per state, with its params (_executable)
+            else:
+                _check_nodes(c, (*path, "num_nodes"), nn, None)
         k8s = profile.get("kubernetes")
         if k8s is not None and not isinstance(k8s, dict):
             c.error(
                 (*path, "kubernetes"),
                 "kubernetes must be a mapping with pod_config / provision_timeout",
+                "use kubernetes: {pod_config: {...}, provision_timeout: 600}",
             )
         elif (
             isinstance(k8s, dict)
@@ -304,17 +411,46 @@ def _profiles(spec: Spec, c: Collector) -> None:
             c.error(
                 (*path, "kubernetes", "pod_config"),
                 "pod_config must be a mapping (a partial Pod manifest)",
+                "write a partial Pod manifest, e.g. {spec: {priorityClassName: x}}",
             )
 
 
-def _num_nodes(spec: Spec, profile: dict[str, Any]) -> int:
+def _check_nodes(
+    c: Collector, path: tuple[Any, ...], value: object, state: str | None
+) -> int | None:
+    """num_nodes is an integer (or digit string) in 1..32; report and return None otherwise."""
+    try:
+        n = int(str(value).strip()) if not isinstance(value, (bool, float)) else None
+    except ValueError:
+        n = None
+    if n is None:
+        c.error(
+            path,
+            f"num_nodes must be an integer, got {value!r}",
+            "write num_nodes: 1 (or more, up to 32)",
+            state=state,
+        )
+        return None
+    if not 1 <= n <= 32:
+        c.error(path, f"num_nodes must be in 1..32, got {n}", "use 1 to 32 nodes", state=state)
+        return None
+    return n
+
+
+def _num_nodes(spec: Spec, st: State, profile: dict[str, Any], c: Collector) -> int:
+    """The profile's num_nodes for this state: tokens resolve with the state's params (dsl.md §1.4)."""
     nn = profile.get("num_nodes", 1)
-    if isinstance(nn, str):
-        try:
-            return _int(spec, nn)
-        except ValueError:
-            return 1
-    return nn if _is_int_form(nn) else 1
+    if not (isinstance(nn, str) and "{{" in nn):
+        return nn if _is_int_form(nn) and 1 <= nn <= 32 else 1
+    config = {**spec.config, **st.params}
+    try:
+        text = tokens.resolve(
+            nn, tokens.TokenContext(config=config, run={}, allow_state=False, allow_loop=False)
+        )
+    except tokens.TokenError:
+        return 1  # the token phase reports it at its field
+    value = _check_nodes(c, ("resources", st.resources, "num_nodes"), text, st.name)
+    return value or 1
 
 
 def _executable(spec: Spec, st: State, catalog: Catalog, c: Collector) -> None:
@@ -323,6 +459,7 @@ def _executable(spec: Spec, st: State, catalog: Catalog, c: Collector) -> None:
             c.error(
                 ("states", st.name, "writesDecision"),
                 "writesDecision is set on a state without work",
+                "move writesDecision to the leaf that writes the decision artifact",
                 state=st.name,
             )
         return
@@ -340,7 +477,7 @@ def _executable(spec: Spec, st: State, catalog: Catalog, c: Collector) -> None:
     sharded = st.multi_node_mode == "sharded" or (
         entry is not None and entry.multi_node_mode == "sharded"
     )
-    nodes = _num_nodes(spec, profile)
+    nodes = _num_nodes(spec, st, profile, c)
     if nodes > 1 and not sharded:
         c.error(
             (*base, "resources"),

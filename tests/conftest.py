@@ -1,0 +1,15 @@
+"""Shared test configuration: hypothesis settings profiles (style.md rule 19).
+
+``HYPOTHESIS_PROFILE`` selects the profile: ``dev`` (the default) keeps the
+suite fast, ``ci`` searches harder and derandomises so a red run reproduces.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import settings
+
+settings.register_profile("dev", max_examples=25, deadline=None)
+settings.register_profile("ci", max_examples=200, deadline=None, derandomize=True, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))

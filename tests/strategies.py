@@ -1,0 +1,521 @@
+"""Hypothesis strategies for workflow specs and token text (style.md rule 19).
+
+Three families:
+
+- ``mutated_spec_texts`` / ``mutated_spec_bytes``: the specs under
+  ``workflows/testing`` and ``workflows/main``, parsed, then mutated (keys
+  deleted, values retyped, references renamed, unknown keys added) and dumped
+  back, optionally with random text or bytes spliced in;
+- ``random_spec_texts``: small specs assembled from random state fields that
+  reference each other, mostly invalid;
+- ``valid_spec_texts``: specs built to be valid (a chain of leaves, leaf
+  loops, parallel groups, sequence loops and decision branches), for
+  properties of planning and waves.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hypothesis import strategies as st
+
+__all__ = [
+    "SEED_SPECS",
+    "mutated_spec_bytes",
+    "mutated_spec_texts",
+    "random_spec_texts",
+    "token_contexts",
+    "token_texts",
+    "valid_spec_texts",
+]
+
+REPO = Path(__file__).resolve().parents[1]
+SEED_DIRS = (REPO / "workflows" / "testing", REPO / "workflows" / "main")
+SEED_SPECS: tuple[tuple[str, str], ...] = tuple(
+    sorted(
+        (path.name, path.read_text(encoding="utf-8"))
+        for folder in SEED_DIRS
+        for path in folder.glob("*.yaml")
+    )
+)
+
+TOOL_REFS = (
+    "workbench.rerun.report",
+    "workbench.sim2real.split",
+    "workbench.sim2real.decide",
+    "workbench.isaac_lab.envgen",
+    "workbench.cosmos_curate.curate_variants",
+    "workbench.sim2real.run",
+)
+PREDICATES = ("promote_checkpoint", "loop_back", "maybe")
+TOKENISH = (
+    "{{config.bucket}}",
+    "{{config.root_uri}}/x",
+    "{{config.missing}}",
+    "{{run.id}}",
+    "{{run.nope}}",
+    "{{state.a.uri}}",
+    "{{state.b.output_2}}",
+    "{{loop.rounds}}",
+    "{{config.bucket|base64}}",
+    "{{config.bucket|upper}}",
+    "{{params.x}}",
+    '{{"k": 1}}',
+    "config.k",
+    "{{config.k}}",
+    "3",
+    "-1",
+)
+SPLICES = (
+    "{{",
+    "}}",
+    ": ",
+    "- ",
+    "\t",
+    "[",
+    "]",
+    "{",
+    "&a ",
+    "*a",
+    "<<: *a\n",
+    "!!python/object ",
+    "\ufeff",
+    "\x00",
+    "\n  x: 1\n",
+    '"',
+    "'",
+    "#",
+    "%YAML 1.1\n",
+    "---\n",
+)
+
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-5, max_value=300),
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
+    st.text(max_size=12),
+    st.sampled_from(TOKENISH),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.text(min_size=1, max_size=8), inner, max_size=3),
+    ),
+    max_leaves=6,
+)
+
+
+# -- mutation of the seed specs ---------------------------------------------------------
+
+Path_ = tuple[str | int, ...]
+
+
+def _paths(node: Any, prefix: Path_ = ()) -> list[Path_]:
+    out: list[Path_] = []
+    if isinstance(node, dict):
+        for key, child in node.items():
+            path = (*prefix, key)
+            out.append(path)
+            out.extend(_paths(child, path))
+    elif isinstance(node, list):
+        for index, child in enumerate(node):
+            path = (*prefix, index)
+            out.append(path)
+            out.extend(_paths(child, path))
+    return out
+
+
+def _state_names(data: Any) -> list[str]:
+    states = data.get("states") if isinstance(data, dict) else None
+    return [str(k) for k in states] if isinstance(states, dict) else []
+
+
+def _mutate_once(draw: st.DrawFn, data: Any) -> Any:
+    # deep paths under `states` first: hypothesis favours early choices, and
+    # mutating a state field exercises more checks than deleting apiVersion
+    paths = sorted(_paths(data), key=lambda p: (p[0] != "states", -len(p)))
+    if not paths:
+        return draw(values)
+    path = draw(st.sampled_from(paths))
+    parent: Any = data
+    for part in path[:-1]:
+        parent = parent[part]
+    key = path[-1]
+    op = draw(st.sampled_from(("delete", "retype", "rename", "add_key", "duplicate")))
+    if op == "delete":
+        del parent[key]
+    elif op == "retype":
+        parent[key] = draw(values)
+    elif op == "rename":
+        names = [*_state_names(data), "missing-state", "", "states"]
+        if isinstance(parent[key], str):
+            parent[key] = draw(st.sampled_from(names))
+        elif isinstance(parent, dict) and isinstance(key, str):
+            # rename the key itself (a state, a field, a config key)
+            parent[draw(st.sampled_from([*names, key + "x", key.upper()]))] = parent.pop(key)
+    elif op == "add_key":
+        target = parent[key] if isinstance(parent[key], dict) else parent
+        if isinstance(target, dict):
+            field = draw(
+                st.sampled_from(
+                    (
+                        "next",
+                        "terminal",
+                        "loop",
+                        "sequence",
+                        "parallel",
+                        "transitions",
+                        "needs",
+                        "toolRef",
+                        "run",
+                        "params",
+                        "trigger",
+                        "writesDecision",
+                        "maxConcurrency",
+                        "parallelCount",
+                        "resources",
+                        "outputs",
+                        "colour",
+                    )
+                )
+            )
+            target[field] = draw(
+                st.one_of(
+                    values,
+                    st.sampled_from(_state_names(data) or ["a"]),
+                    st.lists(st.sampled_from(_state_names(data) or ["a"]), max_size=3),
+                    st.sampled_from(TOOL_REFS),
+                    st.builds(
+                        lambda g, w: {"goto": g, "when": w},
+                        st.sampled_from(_state_names(data) or ["a"]),
+                        st.sampled_from(PREDICATES),
+                    ).map(lambda t: [t]),
+                    st.builds(
+                        lambda m, u: {"max": m, "until": u},
+                        st.sampled_from(TOKENISH),
+                        st.sampled_from(PREDICATES),
+                    ),
+                )
+            )
+    elif op == "duplicate" and isinstance(parent, list):
+        parent.append(parent[key])
+    return data
+
+
+@st.composite
+def mutated_spec_data(draw: st.DrawFn) -> Any:
+    """A seed spec's data after one to four random mutations."""
+    _name, text = draw(st.sampled_from(SEED_SPECS))
+    data: Any = yaml.safe_load(text)
+    for _ in range(draw(st.integers(min_value=1, max_value=4))):
+        data = _mutate_once(draw, data)
+    return data
+
+
+def _dump(data: Any) -> str:
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+
+def _splice(draw: st.DrawFn, text: str) -> str:
+    piece = draw(st.one_of(st.sampled_from(SPLICES), st.text(max_size=16)))
+    at = draw(st.integers(min_value=0, max_value=len(text)))
+    return text[:at] + piece + text[at:]
+
+
+@st.composite
+def mutated_spec_texts(draw: st.DrawFn) -> str:
+    """Mutated seed specs as YAML text, sometimes with random text spliced in."""
+    if draw(st.booleans()):
+        text = _dump(draw(mutated_spec_data()))
+    else:
+        text = draw(st.sampled_from(SEED_SPECS))[1]
+    for _ in range(draw(st.sampled_from((0, 0, 0, 1, 2)))):
+        text = _splice(draw, text)
+    return text
+
+
+@st.composite
+def mutated_spec_bytes(draw: st.DrawFn) -> bytes:
+    """Seed spec bytes with random bytes spliced in (binary, bad UTF-8, NULs)."""
+    raw = draw(st.sampled_from(SEED_SPECS))[1].encode("utf-8")
+    for _ in range(draw(st.integers(min_value=1, max_value=3))):
+        piece = draw(st.binary(min_size=1, max_size=8))
+        at = draw(st.integers(min_value=0, max_value=len(raw)))
+        raw = raw[:at] + piece + raw[at:]
+    return raw
+
+
+# -- random specs -------------------------------------------------------------------------
+
+NAMES = ("a", "b", "c", "d", "e")
+
+
+@st.composite
+def _random_state(draw: st.DrawFn, names: list[str]) -> dict[str, Any]:
+    name = st.sampled_from([*names, "zz"])
+    fields: dict[str, Any] = {}
+    pool = {
+        "run": st.one_of(
+            st.fixed_dictionaries({"shell": st.sampled_from(["echo {{run.id}}", *TOKENISH])}),
+            st.fixed_dictionaries({"argv": st.lists(st.sampled_from(TOKENISH), max_size=3)}),
+            values,
+        ),
+        "toolRef": st.sampled_from(TOOL_REFS),
+        "next": name,
+        "terminal": st.one_of(st.booleans(), values),
+        "sequence": st.lists(name, max_size=3),
+        "parallel": st.lists(name, max_size=3),
+        "loop": st.fixed_dictionaries(
+            {"max": st.sampled_from([1, 2, 3, 0, "2", "config.k", "{{config.k}}", "x"])},
+            optional={"until": st.sampled_from(PREDICATES)},
+        ),
+        "transitions": st.lists(
+            st.fixed_dictionaries(
+                {"goto": name},
+                optional={
+                    "when": st.sampled_from(PREDICATES),
+                    "if": st.sampled_from(["config.flag", "config.k"]),
+                },
+            ),
+            max_size=2,
+        ),
+        "needs": st.lists(name, max_size=2),
+        "outputs": st.lists(
+            st.fixed_dictionaries(
+                {"uri": st.sampled_from(TOKENISH)},
+                optional={"schema": st.sampled_from(["x.decision.v1", "plain"])},
+            ),
+            max_size=2,
+        ),
+        "params": st.dictionaries(st.sampled_from(["k", "tag", "flag"]), scalars, max_size=2),
+        "writesDecision": st.booleans(),
+        "maxConcurrency": st.sampled_from([1, 2, 65, "config.k"]),
+        "parallelCount": st.sampled_from([1, 2, 3, "config.k"]),
+        "resources": st.sampled_from(["default", "gpu", "missing"]),
+        "trigger": st.fixed_dictionaries(
+            {"uri": st.sampled_from(TOKENISH)},
+            optional={"pollSeconds": st.sampled_from([0, 1, "{{config.k}}"])},
+        ),
+    }
+    for key in draw(st.lists(st.sampled_from(sorted(pool)), max_size=5, unique=True)):
+        fields[key] = draw(pool[key])
+    return fields
+
+
+@st.composite
+def random_spec_texts(draw: st.DrawFn) -> str:
+    """Small specs whose states reference each other at random; mostly invalid."""
+    names = draw(st.lists(st.sampled_from(NAMES), min_size=1, max_size=5, unique=True))
+    spec = {
+        "apiVersion": "npa.workflow/v0.0.1",
+        "kind": "Workflow",
+        "metadata": {"name": "random"},
+        "config": {
+            "bucket": "b",
+            "root_uri": "s3://b/r",
+            "k": draw(st.sampled_from(["2", "0", 3, "x"])),
+            "flag": draw(st.sampled_from(["0", "", True])),
+        },
+        "resources": {"gpu": {"accelerators": draw(st.sampled_from(["H100:1", "H100:0"]))}},
+        "states": {n: draw(_random_state(names)) for n in names},
+    }
+    return _dump(spec)
+
+
+# -- valid specs ----------------------------------------------------------------------------
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.states: dict[str, dict[str, Any]] = {}
+        self.with_outputs: list[str] = []
+
+    def leaf(self, draw: st.DrawFn, name: str, *, in_loop: str = "") -> dict[str, Any]:
+        kind = draw(st.sampled_from(("argv", "shell", "tool")))
+        ref = ""
+        if self.with_outputs and draw(st.booleans()):
+            ref = "{{state." + draw(st.sampled_from(self.with_outputs)) + ".uri}}"
+        state: dict[str, Any]
+        if kind == "tool":
+            state = {"toolRef": draw(st.sampled_from(TOOL_REFS[:2]))}
+        elif kind == "argv":
+            argv = ["echo", "{{config.root_uri}}", "{{run.id}}"]
+            if ref:
+                argv.append(ref)
+            if in_loop:
+                argv.append("{{config.tag}}")
+            state = {"run": {"argv": argv}}
+        else:
+            state = {"run": {"shell": f"echo {ref} {{{{config.bucket}}}}"}}
+        if in_loop:
+            state["params"] = {"tag": "iter-{{loop." + in_loop + "}}"}
+        if draw(st.booleans()):
+            suffix = "/{{loop." + in_loop + "}}" if in_loop else ""
+            state["outputs"] = [{"uri": "{{config.root_uri}}/" + name + suffix}]
+        return state
+
+    def record(self, name: str, state: dict[str, Any], *, top_level: bool) -> None:
+        self.states[name] = state
+        if top_level and state.get("outputs") and "loop" not in state:
+            self.with_outputs.append(name)
+
+
+@st.composite
+def valid_spec_texts(draw: st.DrawFn) -> str:
+    """A valid spec: a ``next`` chain of 1-5 stages ending at a terminal leaf."""
+    kinds = draw(
+        st.lists(
+            st.sampled_from(("leaf", "leaf_loop", "parallel", "sequence", "branch")),
+            max_size=5,
+        )
+    )
+    b = _Builder()
+    stage_names = [f"s{i}" for i in range(len(kinds))] + ["end"]
+    for i, kind in enumerate(kinds):
+        name, following = stage_names[i], stage_names[i + 1]
+        if kind == "leaf":
+            state = b.leaf(draw, name)
+            state["next"] = following
+            b.record(name, state, top_level=True)
+        elif kind == "leaf_loop":
+            state = b.leaf(draw, name, in_loop=name)
+            state["loop"] = {"max": draw(st.sampled_from([1, 2, 3, "2", "config.rounds"]))}
+            if draw(st.booleans()):
+                state["loop"]["until"] = draw(st.sampled_from(PREDICATES[:2]))
+            state["next"] = following
+            b.record(name, state, top_level=True)
+        elif kind == "parallel":
+            members = [f"{name}-m{j}" for j in range(draw(st.integers(1, 4)))]
+            group: dict[str, Any] = {"parallel": members, "next": following}
+            if draw(st.booleans()):
+                group["maxConcurrency"] = draw(st.integers(1, len(members) + 2))
+            if draw(st.booleans()):
+                group["parallelCount"] = len(members)
+            b.record(name, group, top_level=True)
+            for member in members:
+                b.record(member, b.leaf(draw, member), top_level=False)
+        elif kind == "sequence":
+            children = [f"{name}-c{j}" for j in range(draw(st.integers(1, 3)))]
+            seq: dict[str, Any] = {"sequence": children, "next": following}
+            looped = draw(st.booleans())
+            if looped:
+                seq["loop"] = {"max": draw(st.sampled_from([1, 2, 3, "{{config.rounds}}"]))}
+                if draw(st.booleans()):
+                    seq["loop"]["until"] = "promote_checkpoint"
+            b.record(name, seq, top_level=True)
+            for j, child in enumerate(children):
+                state = b.leaf(draw, child, in_loop=name if looped else "")
+                if j == len(children) - 1 and draw(st.booleans()):
+                    state.pop("toolRef", None)
+                    state.setdefault("run", {"shell": "echo decide"})
+                    state["writesDecision"] = True
+                    state["outputs"] = [
+                        {"uri": "{{config.root_uri}}/decision.json", "schema": "t.decision.v1"}
+                    ]
+                b.record(child, state, top_level=False)
+        else:
+            state = b.leaf(draw, name)
+            state["transitions"] = draw(
+                st.sampled_from(
+                    (
+                        [{"when": "promote_checkpoint", "goto": following}, {"goto": following}],
+                        [{"if": "config.flag", "goto": following}],
+                        [{"when": "loop_back", "goto": following}],
+                    )
+                )
+            )
+            state["next"] = following
+            b.record(name, state, top_level=True)
+    end = b.leaf(draw, "end")
+    end["terminal"] = True
+    b.record("end", end, top_level=True)
+    spec = {
+        "apiVersion": draw(st.sampled_from(("npa.workflow/v0.0.1", "npa.workflow/v0.0.1-beta"))),
+        "kind": "Workflow",
+        "metadata": {"name": "generated"},
+        "config": {
+            "bucket": "b",
+            "root_uri": "s3://{{config.bucket}}/{{run.id}}",
+            "rounds": "2",
+            "flag": draw(st.sampled_from(["0", "", "1"])),
+            "train_fraction": "0.5",
+        },
+        "states": b.states,
+    }
+    return _dump(spec)
+
+
+# -- tokens ------------------------------------------------------------------------------------
+
+token_texts = st.one_of(
+    st.text(max_size=40),
+    st.lists(
+        st.one_of(
+            st.sampled_from(
+                (
+                    "{{",
+                    "}}",
+                    "{",
+                    "}",
+                    "|",
+                    "|base64",
+                    "|upper",
+                    " ",
+                    ".",
+                    "config",
+                    "run",
+                    "state",
+                    "loop",
+                    "params",
+                    "uri",
+                    "output_1",
+                    "output_0",
+                    "a",
+                    "id",
+                    "-",
+                    "_",
+                    '"k":1',
+                )
+            ),
+            st.text(max_size=4),
+        ),
+        max_size=14,
+    ).map("".join),
+)
+
+_token_values = st.one_of(
+    st.text(max_size=10),
+    st.booleans(),
+    st.integers(),
+    st.none(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.dictionaries(st.sampled_from(("a", "b")), st.text(max_size=3), max_size=2),
+)
+_keys = st.sampled_from(("a", "b", "id", "prefix", "a.b", "uri", "x-y"))
+
+
+@st.composite
+def token_contexts(draw: st.DrawFn) -> dict[str, Any]:
+    """Keyword arguments for ``TokenContext``: random values under plausible keys."""
+    return {
+        "config": draw(st.dictionaries(_keys, _token_values, max_size=4)),
+        "run": draw(st.dictionaries(_keys, _token_values, max_size=3)),
+        "state_outputs": draw(
+            st.dictionaries(
+                st.sampled_from(("a", "b", "a.b")),
+                st.dictionaries(
+                    st.sampled_from(("uri", "output_1", "output_2")), st.text(max_size=5)
+                ),
+                max_size=2,
+            )
+        ),
+        "loop_iterations": draw(
+            st.dictionaries(st.sampled_from(("a", "b")), st.integers(-1, 5), max_size=2)
+        ),
+        "allow_state": draw(st.booleans()),
+        "allow_loop": draw(st.booleans()),
+    }
