@@ -7,7 +7,7 @@ keeps the two equal. A digest pin, when set, replaces the tag.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = [
     "DEFAULT_REGISTRY",
@@ -22,8 +22,7 @@ __all__ = [
 DEFAULT_REGISTRY = "ghcr.io/nebius/nebius-physical-ai"
 
 
-@dataclass(frozen=True, slots=True)
-class ImagePin:
+class ImagePin(NamedTuple):
     name: str
     tag: str
     digest: str = ""

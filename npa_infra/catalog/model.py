@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 __all__ = ["Catalog", "ToolEntry"]
 
 
-@dataclass(frozen=True, slots=True)
-class ToolEntry:
+class ToolEntry(NamedTuple):
     name: str
     argv_template: tuple[str, ...]
     stub: bool = False
@@ -19,12 +18,11 @@ class ToolEntry:
     shard_activation_config: str = ""
     shard_output_config: str = ""
     omit_flags_when_empty: tuple[str, ...] = ()
-    config_defaults: Mapping[str, str] = field(default_factory=dict)
+    config_defaults: Mapping[str, str] = {}
     description: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Catalog:
+class Catalog(NamedTuple):
     """A closed set of tools by name; ``sources`` names where they came from."""
 
     tools: Mapping[str, ToolEntry]

@@ -1,7 +1,5 @@
 """The ``npa`` entry point: the root command group and the top-level error handler."""
 
-from __future__ import annotations
-
 import os
 import sys
 

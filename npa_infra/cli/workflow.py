@@ -5,8 +5,6 @@ Each command parses its options, calls one function of
 the command bodies so ``npa --help`` stays fast.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -80,7 +78,7 @@ def validate_spec(
     output.out(f"states: {', '.join(report.states)}")
 
 
-def _print_plan(report: PlanReport) -> None:
+def _print_plan(report: "PlanReport") -> None:
     plan = report.plan
     output.out(f"workflow: {plan.workflow}")
     if plan.assume_decision:
@@ -140,7 +138,7 @@ def plan_spec(
     _print_plan(report)
 
 
-def _print_submit(report: SubmitReport) -> None:
+def _print_submit(report: "SubmitReport") -> None:
     output.out(f"run: {report.run_id}  workflow: {report.workflow}  mode: {report.mode}")
     if report.plan is not None:
         if report.plan.assume_decision:

@@ -7,10 +7,15 @@ the fingerprint and (later) the journal.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from npa_infra.spec.source import PathKey
+
+# The shared, read-only default for mapping fields of immutable records.
+EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 __all__ = ["Plan", "PlanError", "PlanStep", "Wave"]
 
@@ -28,8 +33,7 @@ class PlanError(Exception):
         self.state = state
 
 
-@dataclass(frozen=True, slots=True)
-class PlanStep:
+class PlanStep(NamedTuple):
     state: str
     iteration: int | None
     loop_label: str
@@ -103,16 +107,15 @@ class Wave:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Plan:
+class Plan(NamedTuple):
     workflow: str
     api_version: str
     initial: str
     run_id: str
     assume_decision: str
     steps: tuple[PlanStep, ...]
-    config: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
-    group_concurrency: dict[str, int] = field(repr=False, compare=False, default_factory=dict)
+    config: Mapping[str, Any] = EMPTY
+    group_concurrency: Mapping[str, int] = EMPTY
 
     def to_json(self) -> dict[str, Any]:
         return {

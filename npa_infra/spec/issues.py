@@ -7,13 +7,12 @@ what is wrong and a one-line hint. Positions come from the loader's source map.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["SpecIssue", "format_issue", "issue_json"]
 
 
-@dataclass(frozen=True, slots=True)
-class SpecIssue:
+class SpecIssue(NamedTuple):
     """One located validation problem."""
 
     path: str

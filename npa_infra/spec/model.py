@@ -8,11 +8,15 @@ profiles) keep their raw form; planning resolves them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from enum import StrEnum
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from npa_infra.spec.source import SourceMap
+
+# The shared, read-only default for mapping fields of immutable records.
+EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 __all__ = [
     "API_VERSIONS",
@@ -37,41 +41,35 @@ class ExecutionMode(StrEnum):
     RUNTIME = "runtime"
 
 
-@dataclass(frozen=True, slots=True)
-class Artifact:
+class Artifact(NamedTuple):
     uri: str
     schema: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Trigger:
+class Trigger(NamedTuple):
     uri: str
     poll_seconds: Scalar = 30
     max_polls: Scalar = 0
     min_objects: Scalar = 1
 
 
-@dataclass(frozen=True, slots=True)
-class Loop:
+class Loop(NamedTuple):
     max: Scalar = 1
     until: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Transition:
+class Transition(NamedTuple):
     goto: str
     when: str | None = None
     if_config: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class RunBlock:
+class RunBlock(NamedTuple):
     shell: str = ""
     argv: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class State:
+class State(NamedTuple):
     name: str
     description: str = ""
     run: RunBlock | None = None
@@ -80,7 +78,7 @@ class State:
     parallel: tuple[str, ...] = ()
     parallel_count: Scalar = None
     max_concurrency: Scalar = None
-    params: dict[str, Scalar] = field(default_factory=dict)
+    params: Mapping[str, Scalar] = EMPTY
     trigger: Trigger | None = None
     loop: Loop | None = None
     transitions: tuple[Transition, ...] = ()
@@ -103,17 +101,15 @@ class State:
         return bool(self.sequence) or bool(self.parallel)
 
 
-@dataclass(frozen=True, slots=True)
-class Metadata:
+class Metadata(NamedTuple):
     name: str = "unnamed"
     description: str = ""
     namespace: str = ""
-    labels: dict[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = EMPTY
     execution_mode: ExecutionMode | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Spec:
+class Spec(NamedTuple):
     api_version: str
     kind: str
     metadata: Metadata
@@ -122,7 +118,7 @@ class Spec:
     resources: dict[str, dict[str, Any]]
     initial: str
     states: dict[str, State]
-    source_map: SourceMap = field(default_factory=SourceMap, compare=False, repr=False)
+    source_map: SourceMap = SourceMap()
     label: str = ""
 
     @property

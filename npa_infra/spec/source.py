@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -34,8 +34,7 @@ _SCALAR_CONSTRUCTOR = yaml.constructor.SafeConstructor()
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
-@dataclass(frozen=True, slots=True)
-class Position:
+class Position(NamedTuple):
     line: int
     column: int
 
@@ -60,8 +59,7 @@ class SourceMap:
             probe = probe[:-1]
 
 
-@dataclass(frozen=True, slots=True)
-class LoadedDocument:
+class LoadedDocument(NamedTuple):
     data: Any
     source_map: SourceMap
     lines: list[str]

@@ -7,7 +7,6 @@ guard) live in ``npa_infra.workflow.validation``, which needs the planner.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 from typing import Any
 
@@ -22,6 +21,8 @@ ALLOWED_ASSUMPTIONS = ("promote_checkpoint", "promote", "loop_back", "loop_back_
 
 
 def _suggest(name: str, options: Iterable[str]) -> str:
+    import difflib  # lazy: only invalid specs need suggestions
+
     close = difflib.get_close_matches(name, list(options), n=1)
     return f"did you mean '{close[0]}'?" if close else ""
 
@@ -311,6 +312,8 @@ def _trigger_and_work(spec: Spec, st: State, catalog: Catalog, c: Collector) -> 
             state=st.name,
         )
     if st.tool_ref and catalog.get(st.tool_ref) is None:
+        import difflib
+
         close = difflib.get_close_matches(st.tool_ref, catalog.names(), n=3)
         known = ", ".join(close) if close else ", ".join(catalog.names()[:5]) + ", …"
         c.error(

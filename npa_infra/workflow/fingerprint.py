@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 from npa_infra.plan.model import Plan
@@ -11,6 +10,8 @@ __all__ = ["plan_fingerprint"]
 
 
 def plan_fingerprint(plan: Plan) -> str:
+    import hashlib  # lazy: validate-spec never fingerprints, and start-up is budgeted
+
     body = {**plan.to_json(), "run_id": plan.run_id}
     canonical = json.dumps(
         body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str

@@ -10,7 +10,6 @@ to have run and non-terminal dead ends. All problems come back as one
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,9 +91,7 @@ def _token_phase(spec: Spec, catalog: Catalog, c: parse.Collector) -> None:
         except PlanError as err:
             issue = _issue(spec, err)
             if assume:
-                issue = dataclasses.replace(
-                    issue, message=f"{issue.message} (when the decision is {assume})"
-                )
+                issue = issue._replace(message=f"{issue.message} (when the decision is {assume})")
             key = (issue.path, err.message)
             if key not in seen:
                 seen.add(key)
@@ -140,7 +137,7 @@ def validate_document(
     if spec is None:
         raise SpecError(c.issues, source=doc.label)
     if variables:
-        spec = dataclasses.replace(spec, config={**spec.config, **variables})
+        spec = spec._replace(config={**spec.config, **variables})
     validate.check_spec(spec, catalog, c)
     if not c.issues:
         _token_phase(spec, catalog, c)

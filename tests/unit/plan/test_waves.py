@@ -167,7 +167,7 @@ def test_wave_to_json_lists_output_uris() -> None:
 
 
 def _fields(s: PlanStep) -> dict[str, object]:
-    return {name: getattr(s, name) for name in PlanStep.__slots__}
+    return dict(s._asdict())
 
 
 # -- job names ---------------------------------------------------------------------------------
