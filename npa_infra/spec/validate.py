@@ -360,9 +360,78 @@ def _loop_bound(spec: Spec, st: State, c: Collector) -> None:
         )
 
 
+PROFILE_KEYS = frozenset(
+    [
+        "cloud",
+        "accelerators",
+        "cpus",
+        "memory",
+        "disk_size",
+        "use_spot",
+        "region",
+        "image",
+        "num_nodes",
+        "kubernetes",
+        "deployIfAbsent",
+    ]
+)
+DEPLOY_KEYS = frozenset(
+    [
+        "clusterName",
+        "context",
+        "project",
+        "skipS3",
+        "cpuNodes",
+        "cpuPlatform",
+        "cpuPreset",
+        "gpuNodes",
+        "gpuPlatform",
+        "gpuPreset",
+    ]
+)
+
+
+def _profile_shape(c: Collector, path: tuple[Any, ...], profile: dict[str, Any]) -> None:
+    for key in profile:
+        if key not in PROFILE_KEYS:
+            c.warn(
+                (*path, str(key)),
+                f"unknown resource profile key '{key}' is ignored",
+                f"known keys: {', '.join(sorted(PROFILE_KEYS))}",
+            )
+    k8s = profile.get("kubernetes")
+    if isinstance(k8s, dict):
+        for key in k8s:
+            if key not in ("pod_config", "provision_timeout"):
+                c.warn(
+                    (*path, "kubernetes", str(key)),
+                    f"kubernetes.{key} is not rendered",
+                    "only pod_config and provision_timeout reach the SkyPilot task",
+                )
+    deploy = profile.get("deployIfAbsent")
+    if deploy is None or deploy is True:
+        return
+    if not isinstance(deploy, dict):
+        c.error(
+            (*path, "deployIfAbsent"),
+            f"deployIfAbsent must be true or a mapping, got {deploy!r}",
+            "use deployIfAbsent: true, or a mapping such as {clusterName: x, context: y}",
+        )
+        return
+    unknown = [str(k) for k in deploy if k not in DEPLOY_KEYS]
+    if unknown:
+        c.error(
+            (*path, "deployIfAbsent"),
+            "unknown deployIfAbsent field(s): " + ", ".join(f"'{k}'" for k in unknown),
+            f"allowed: {', '.join(sorted(DEPLOY_KEYS))}",
+            at=(*path, "deployIfAbsent", unknown[0]),
+        )
+
+
 def _profiles(spec: Spec, c: Collector) -> None:
     for name, profile in spec.resources.items():
         path = ("resources", name)
+        _profile_shape(c, path, profile)
         acc = profile.get("accelerators")
         counts: list[tuple[Any, ...]] = []
         if isinstance(acc, str) and ":" in acc:
