@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 from npa_infra.errors import NpaError, SpecError, UsageError
 from npa_infra.spec.issues import SpecIssue, format_issue, issue_json
 
-__all__ = ["emit_json", "fail", "out", "warn", "warn_issues"]
+__all__ = ["emit_json", "fail", "out", "warn", "warn_spec"]
 
 
 def out(text: str = "") -> None:
@@ -40,10 +40,13 @@ def _lines(label: str) -> list[str] | None:
     return None
 
 
-def warn_issues(issues: list[SpecIssue], label: str) -> None:
+def warn_spec(issues: list[SpecIssue], label: str, *, placeholder_bucket: bool) -> None:
+    """Spec warnings (located) and the placeholder-bucket warning, on stderr."""
     lines = _lines(label) if issues else None
     for issue in issues:
         warn("warning: " + format_issue(issue, label, lines))
+    if placeholder_bucket:
+        warn("warning: config.bucket is a placeholder; pass --var bucket=<your bucket>")
 
 
 def fail(exc: NpaError, *, as_json: bool, extra: dict[str, Any] | None = None) -> NoReturn:

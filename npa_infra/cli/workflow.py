@@ -71,9 +71,7 @@ def validate_spec(
     if as_json:
         output.emit_json(report.to_json())
         return
-    output.warn_issues(report.warnings, str(spec))
-    if report.bucket_is_placeholder:
-        output.warn("warning: config.bucket is a placeholder; pass --var bucket=<your bucket>")
+    output.warn_spec(report.warnings, str(spec), placeholder_bucket=report.bucket_is_placeholder)
     output.out(f"valid: {report.name} ({report.api_version})")
     output.out(f"states: {', '.join(report.states)}")
 
@@ -132,9 +130,7 @@ def plan_spec(
     if as_json:
         output.emit_json(report.to_json())
         return
-    output.warn_issues(report.warnings, str(spec))
-    if report.bucket_is_placeholder:
-        output.warn("warning: config.bucket is a placeholder; pass --var bucket=<your bucket>")
+    output.warn_spec(report.warnings, str(spec), placeholder_bucket=report.bucket_is_placeholder)
     _print_plan(report)
 
 
@@ -242,6 +238,5 @@ def submit(
     if json_out:
         output.emit_json(report.to_json())
         return
-    if report.bucket_is_placeholder:
-        output.warn("warning: config.bucket is a placeholder; pass --var bucket=<your bucket>")
+    output.warn_spec([], str(spec), placeholder_bucket=report.bucket_is_placeholder)
     _print_submit(report)
