@@ -1,0 +1,41 @@
+"""npa-infra: validate, plan, render and launch npa.workflow specs on SkyPilot.
+
+The public SDK. Names resolve lazily (PEP 562) so that importing the CLI,
+which imports this package, stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = [
+    "NpaError",
+    "PlanReport",
+    "SpecError",
+    "SubmitOptions",
+    "SubmitReport",
+    "ValidationReport",
+    "plan_spec",
+    "submit",
+    "validate_spec",
+]
+
+_HOMES = {
+    "NpaError": "npa_infra.errors",
+    "SpecError": "npa_infra.errors",
+    "PlanReport": "npa_infra.workflow.api",
+    "ValidationReport": "npa_infra.workflow.api",
+    "plan_spec": "npa_infra.workflow.api",
+    "validate_spec": "npa_infra.workflow.api",
+    "SubmitOptions": "npa_infra.workflow.submission",
+    "SubmitReport": "npa_infra.workflow.submission",
+    "submit": "npa_infra.workflow.submission",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'npa_infra' has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)
