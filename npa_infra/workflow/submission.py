@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from npa_infra.catalog import images as pins
-from npa_infra.errors import MissingSecretError, NotYetAvailableError, SpecError, UsageError
+from npa_infra.errors import NotYetAvailableError, SpecError, UsageError
 from npa_infra.plan import context, planner, waves
 from npa_infra.plan.model import Plan, PlanError
 from npa_infra.render import documents, images, raw
 from npa_infra.render.tasks import RenderSettings, secret_names_for_image
 from npa_infra.spec.model import ExecutionMode
-from npa_infra.workflow import api, identity, loading, stackfile
+from npa_infra.workflow import api, credentials, identity, loading, stackfile
 from npa_infra.workflow.fingerprint import plan_fingerprint
 
 __all__ = ["SubmitOptions", "SubmitReport", "submit"]
@@ -99,22 +99,8 @@ class SubmitReport:
         }
 
 
-def _secret_hints(names: Sequence[str], env: Mapping[str, str]) -> list[dict[str, Any]]:
-    return [
-        {"name": n, "available": bool(env.get(n)), "source": "environment" if env.get(n) else None}
-        for n in names
-    ]
-
-
-def _require_secrets(names: Sequence[str], env: Mapping[str, str]) -> None:
-    missing = [n for n in names if not env.get(n)]
-    if missing:
-        raise MissingSecretError(
-            f"secret {missing[0]} is not set in the environment"
-            + (f" (also missing: {', '.join(missing[1:])})" if missing[1:] else ""),
-            remedy=f"export {missing[0]}=… in this shell (the value is passed to SkyPilot by name and never written)",
-            details={"missing": missing, "checked": ["process environment"]},
-        )
+def _secret_hints(sources: Mapping[str, str | None]) -> list[dict[str, Any]]:
+    return [{"name": n, "available": src is not None, "source": src} for n, src in sources.items()]
 
 
 def _private_dir(path: Path) -> None:
@@ -185,8 +171,10 @@ def submit(
         options.resume_run or options.run_id or identity.fresh_run_id(spec.name)
     )
     names = list(options.secret_env)
+    home = _npa_home(environ)
+    sources = credentials.resolve_sources(names, environ, npa_home=home, stack=options.stack)
     if not options.plan_only:
-        _require_secrets(names, environ)
+        credentials.require(sources, npa_home=home, stack=options.stack)
     try:
         plan = planner.build_plan(
             spec, catalog, run_id=run_id, assume_decision=options.assume_decision
@@ -223,6 +211,9 @@ def submit(
         )
     paths = _write(jobs, (options.render_dir or _npa_home(environ) / "rendered") / run_id)
     docker_secrets = sorted({n for j in jobs for i in j.images for n in secret_names_for_image(i)})
+    sources.update(
+        credentials.resolve_sources(docker_secrets, environ, npa_home=home, stack=options.stack)
+    )
     return SubmitReport(
         run_id=run_id,
         workflow=spec.name,
@@ -231,7 +222,7 @@ def submit(
         fingerprint=plan_fingerprint(plan),
         jobs=jobs,
         yaml_paths=paths,
-        secret_env_hints=_secret_hints([*names, *docker_secrets], environ),
+        secret_env_hints=_secret_hints(sources),
         source={"status": "selected" if src else "not_required", "uri": src or None},
         infrastructure=_infrastructure(options, stack, runtime),
         bucket_is_placeholder=context.bucket_is_placeholder(plan.config),
@@ -267,8 +258,10 @@ def _submit_raw(
         options.resume_run or options.run_id or identity.fresh_run_id(name)
     )
     names = list(options.secret_env)
+    home = _npa_home(env)
+    sources = credentials.resolve_sources(names, env, npa_home=home, stack=options.stack)
     if not options.plan_only:
-        _require_secrets(names, env)
+        credentials.require(sources, npa_home=home, stack=options.stack)
         raise NotYetAvailableError(
             "live launch is not available in this version: the launch transaction is not built yet",
             remedy=f"preview with: npa workbench workflow submit {spec_path} --plan-only",
@@ -290,7 +283,7 @@ def _submit_raw(
         "",
         [job],
         paths,
-        _secret_hints(names, env),
+        _secret_hints(sources),
         {"status": "not_required", "uri": None},
         _infrastructure(options, None, False),
     )
