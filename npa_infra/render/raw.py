@@ -72,7 +72,8 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def is_workflow_spec(text: str) -> bool:
-    return re.search(r"^apiVersion:\s*['\"]?npa\.workflow/", text, re.MULTILINE) is not None
+    """A workflow spec has a top-level ``apiVersion``, ``kind`` or ``states`` key; a task has none."""
+    return re.search(r"^(apiVersion|kind|states)\s*:", text, re.MULTILINE) is not None
 
 
 def _substitute(value: Any, variables: Mapping[str, str]) -> Any:

@@ -141,7 +141,7 @@ def submit(
         text = spec_path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         text = None
-    if text is not None and not raw.is_workflow_spec(text) and "states:" not in text:
+    if text is not None and not raw.is_workflow_spec(text):
         return _submit_raw(spec_path, text, options, environ)
     catalog = api.select(options.catalog_path, environ)
     v = loading.load_validated(spec_path, catalog, options.variables)

@@ -203,3 +203,24 @@ def test_load_raw_task_malformed_file_reports_issue_not_exception(text: str, fra
 )
 def test_is_workflow_spec_api_version_line_detected(text: str, expected: bool) -> None:
     assert is_workflow_spec(text) is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("apiVersion: npa.workflow/v0.0.1\nkind: Workflow\nstates: {}\n", True),
+        ("apiVersion: v9\nstates:\n  a: {}\n", True),
+        ("kind: Workflow\n", True),
+        ("name: t\nrun: |\n  echo 'states: are fine inside a script'\n", False),
+        ("name: a\n---\nname: b\nresources: {cloud: kubernetes}\n", False),
+    ],
+    ids=[
+        "spec",
+        "wrong-api-version-still-spec",
+        "kind-only",
+        "states-text-in-run",
+        "multi-doc-task",
+    ],
+)
+def test_is_workflow_spec_top_level_keys_decide(text: str, expected: bool) -> None:
+    assert is_workflow_spec(text) is expected
