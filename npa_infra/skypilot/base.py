@@ -1,0 +1,38 @@
+"""The one interface the orchestration layer uses to talk to SkyPilot."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Protocol
+
+from npa_infra.skypilot.models import (
+    CancelResult,
+    CommandResult,
+    DownResult,
+    LaunchResult,
+    QueueResult,
+)
+
+__all__ = ["SkyPilot"]
+
+
+class SkyPilot(Protocol):
+    def version(self) -> str | None: ...
+
+    def launch(
+        self,
+        task_yaml: Path,
+        *,
+        name: str,
+        infra: str | None = None,
+        secrets: Mapping[str, str] | None = None,
+    ) -> LaunchResult: ...
+
+    def queue(self, *, all_users: bool = False, verbose: bool = False) -> QueueResult: ...
+
+    def cancel(self, job_ids: Sequence[int]) -> CancelResult: ...
+
+    def logs(self, job_id: int, *, controller: bool = False) -> CommandResult: ...
+
+    def down_controller(self) -> DownResult: ...

@@ -1,0 +1,171 @@
+"""Per-stack SkyPilot state directories (skypilot-0.12.md §6, §7.2).
+
+A directory ``D`` holds everything SkyPilot writes for one stack: ``D/home``
+(HOME, with the caller's first kubeconfig linked in), ``D/sky-runtime``
+(SKY_RUNTIME_DIR), a generated global config ``D/config.yaml`` that allows
+exactly one Kubernetes context, and ``D/user-id``: the stable controller
+identity generated once for this directory. An explicit ``SKYPILOT_USER_ID``
+in the caller's environment takes precedence.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import yaml
+
+from npa_infra.errors import ConfigError
+
+__all__ = ["USER_ID", "ControllerSettings", "IsolatedDir"]
+
+USER_ID = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9-]*$")
+
+
+class ControllerSettings(NamedTuple):
+    """The jobs controller block of the generated config (2 CPU / 8 GB by default)."""
+
+    cpus: int = 2
+    memory_gb: int = 8
+    pod_config: Mapping[str, Any] | None = None
+    remote_identity: str | None = None
+
+
+def _private_dir(path: Path) -> None:
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.is_symlink():
+        raise ConfigError(
+            f"{path} is a symlink; refusing to use it as SkyPilot state",
+            remedy="point the isolated directory at a real directory",
+        )
+
+
+def _first_kubeconfig(env: Mapping[str, str]) -> Path | None:
+    raw = env.get("KUBECONFIG") or str(Path(env.get("HOME") or Path.home()) / ".kube" / "config")
+    for part in raw.split(os.pathsep):
+        if part and Path(part).expanduser().is_file():
+            return Path(part).expanduser().resolve()
+    return None
+
+
+class IsolatedDir(NamedTuple):
+    root: Path
+
+    @property
+    def home(self) -> Path:
+        return self.root / "home"
+
+    @property
+    def runtime(self) -> Path:
+        return self.root / "sky-runtime"
+
+    @property
+    def config_file(self) -> Path:
+        return self.root / "config.yaml"
+
+    @property
+    def user_id_file(self) -> Path:
+        return self.root / "user-id"
+
+    def user_id(self, env: Mapping[str, str]) -> str:
+        """The controller identity: explicit env wins, else this directory's stored id (created once)."""
+        explicit = env.get("SKYPILOT_USER_ID")
+        if explicit:
+            if not USER_ID.match(explicit):
+                raise ConfigError(
+                    f"SKYPILOT_USER_ID {explicit!r} is not a valid SkyPilot user id",
+                    remedy="use letters, digits and '-', starting with a letter or digit",
+                )
+            return explicit
+        _private_dir(self.root)
+        try:
+            stored = self.user_id_file.read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            stored = ""
+        if stored and USER_ID.match(stored):
+            return stored
+        fresh = f"npa-{secrets.token_hex(5)}"
+        fd = os.open(
+            self.user_id_file,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
+            0o600,
+        )
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(fresh + "\n")
+        return fresh
+
+    def controller_name(self, env: Mapping[str, str]) -> str:
+        return f"sky-jobs-controller-{self.user_id(env)}"
+
+    def prepare(
+        self, env: Mapping[str, str], *, context: str | None, controller: ControllerSettings
+    ) -> None:
+        """Create the directory layout, link the kubeconfig, write the generated config."""
+        for path in (self.root, self.home, self.runtime, self.root / "submissions"):
+            _private_dir(path)
+        kubeconfig = _first_kubeconfig(env)
+        link = self.home / ".kube" / "config"
+        if kubeconfig is not None:
+            _private_dir(link.parent)
+            if link.is_symlink() or link.exists():
+                if link.is_symlink() and link.resolve() == kubeconfig:
+                    pass
+                else:
+                    link.unlink()
+                    link.symlink_to(kubeconfig)
+            else:
+                link.symlink_to(kubeconfig)
+        nebius = Path(env.get("HOME") or Path.home()) / ".nebius"
+        if nebius.is_dir() and not (self.home / ".nebius").exists():
+            (self.home / ".nebius").symlink_to(nebius)
+        self._write_config(self.generated_config(context, controller))
+
+    @staticmethod
+    def generated_config(context: str | None, controller: ControllerSettings) -> dict[str, Any]:
+        resources: dict[str, Any] = {
+            "cloud": "kubernetes",
+            "cpus": controller.cpus,
+            "memory": controller.memory_gb,
+        }
+        if context:
+            resources["region"] = context
+        config: dict[str, Any] = {
+            "jobs": {"controller": {"resources": resources, "autostop": False}}
+        }
+        kubernetes: dict[str, Any] = {}
+        if context:
+            kubernetes["allowed_contexts"] = [context]
+        if controller.pod_config:
+            kubernetes["pod_config"] = dict(controller.pod_config)
+        if controller.remote_identity:
+            kubernetes["remote_identity"] = controller.remote_identity
+        if kubernetes:
+            config["kubernetes"] = kubernetes
+        return config
+
+    def _write_config(self, data: dict[str, Any]) -> None:
+        tmp = self.config_file.with_suffix(".yaml.tmp")
+        tmp.write_text(yaml.safe_dump(data, sort_keys=True), encoding="utf-8")
+        tmp.chmod(0o600)
+        tmp.replace(self.config_file)
+
+    def environment(self, env: Mapping[str, str]) -> dict[str, str]:
+        """The complete environment of every ``sky`` call under this directory."""
+        child = dict(env)
+        child.update(
+            {
+                "HOME": str(self.home),
+                "SKY_RUNTIME_DIR": str(self.runtime),
+                "SKYPILOT_GLOBAL_CONFIG": str(self.config_file),
+                "SKYPILOT_USER_ID": self.user_id(env),
+                "KUBECONFIG": str(self.home / ".kube" / "config"),
+            }
+        )
+        # SKYPILOT_CONFIG replaces every config file; it must never leak in (§6)
+        child.pop("SKYPILOT_CONFIG", None)
+        child.pop("SKYPILOT_PROJECT_CONFIG", None)
+        return child

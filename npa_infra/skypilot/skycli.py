@@ -1,0 +1,144 @@
+"""``SkyCli``: the SkyPilot protocol over the real ``sky`` command line.
+
+Every call runs the resolved binary with the isolated directory's
+environment, ANSI stripped and stderr classified by ``classify``. Job ids
+are never taken from launch output; cancels name exact ids only (never a
+name, never ``-a``). Secret values reach only the child's environment; argv
+carries names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from npa_infra.errors import ConfigError, InvariantError
+from npa_infra.skypilot import classify, port
+from npa_infra.skypilot.isolation import IsolatedDir
+from npa_infra.skypilot.models import (
+    CancelResult,
+    CommandResult,
+    DownResult,
+    LaunchResult,
+    QueueResult,
+)
+from npa_infra.skypilot.runner import Runner, SubprocessRunner
+
+__all__ = ["SkyCli"]
+
+LAUNCH_TIMEOUT = 1800.0
+CALL_TIMEOUT = 300.0
+
+
+class SkyCli:
+    """Runs ``sky`` for one isolated directory. Constructing it does no I/O."""
+
+    def __init__(
+        self,
+        binary: Path,
+        isolated: IsolatedDir,
+        env: Mapping[str, str],
+        *,
+        runner: Runner | None = None,
+        api_port: int = port.API_PORT,
+        check_ports: bool = True,
+    ) -> None:
+        self.binary = binary
+        self.isolated = isolated
+        self._base_env = dict(env)
+        self._runner = runner or SubprocessRunner()
+        self._api_port = api_port
+        self._check_ports = check_ports
+        self._ports_checked = False
+
+    # -- plumbing --------------------------------------------------------
+    def environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        child = self.isolated.environment(self._base_env)
+        if extra:
+            child.update(extra)
+        return child
+
+    def _guard_ports(self, env: Mapping[str, str]) -> None:
+        """Never talk to a local API server that belongs to another state directory (§7.3)."""
+        if not self._check_ports or self._ports_checked or env.get("SKYPILOT_API_SERVER_ENDPOINT"):
+            return
+        for number in (self._api_port, port.EXTRA_PORT):
+            check = port.check_port(number, env)
+            if not check.safe:
+                owner = (
+                    f"pid {check.pid} (HOME={check.home}, SKYPILOT_USER_ID={check.user_id})"
+                    if check.pid
+                    else "an unidentified process"
+                )
+                raise ConfigError(
+                    f"127.0.0.1:{number} is held by {owner}, not by this stack's SkyPilot state",
+                    remedy="stop that SkyPilot API server (`sky api stop` in its environment), "
+                    "or run npa with the same isolated directory it uses",
+                    details={"port": number, "ownership": check.ownership.value, "pid": check.pid},
+                )
+        self._ports_checked = True
+
+    def _run(
+        self,
+        args: Sequence[str],
+        *,
+        extra_env: Mapping[str, str] | None = None,
+        stdin: str | None = None,
+        timeout: float = CALL_TIMEOUT,
+    ) -> CommandResult:
+        env = self.environment(extra_env)
+        self._guard_ports(env)
+        return self._runner.run(
+            [str(self.binary), *args],
+            env=env,
+            cwd=str(self.isolated.root),
+            stdin=stdin,
+            timeout=timeout,
+        )
+
+    # -- operations ----------------------------------------------------------
+    def version(self) -> str | None:
+        return classify.parse_version(self._run(["--version"], timeout=120))
+
+    def launch(
+        self,
+        task_yaml: Path,
+        *,
+        name: str,
+        infra: str | None = None,
+        secrets: Mapping[str, str] | None = None,
+    ) -> LaunchResult:
+        """``sky jobs launch --async``; acceptance is not proof that a job exists (§2.4)."""
+        args = ["jobs", "launch", "--name", name, "--yes", "--detach-run", "--async"]
+        if infra:
+            args += ["--infra", infra]
+        for secret in secrets or {}:
+            args += ["--secret", secret]  # by name: the value travels in the child's env only
+        args.append(str(task_yaml))
+        return classify.parse_launch(self._run(args, extra_env=secrets, timeout=LAUNCH_TIMEOUT))
+
+    def queue(self, *, all_users: bool = False, verbose: bool = False) -> QueueResult:
+        args = ["jobs", "queue", "--all"]
+        if all_users:
+            args.append("--all-users")
+        if verbose:
+            args.append("-v")
+        return classify.parse_queue(self._run([*args, "--output", "json"]))
+
+    def cancel(self, job_ids: Sequence[int]) -> CancelResult:
+        if not job_ids:
+            raise InvariantError(
+                "cancel needs at least one exact job id; npa never cancels by name or -a"
+            )
+        return classify.parse_cancel(self._run(["jobs", "cancel", "--yes", *map(str, job_ids)]))
+
+    def logs(self, job_id: int, *, controller: bool = False) -> CommandResult:
+        args = ["jobs", "logs", "--no-follow"]
+        if controller:
+            args.append("--controller")
+        return self._run([*args, str(job_id)])
+
+    def down_controller(self) -> DownResult:
+        """Tear down this directory's jobs controller, answering the ``delete`` prompt (§5.4)."""
+        name = self.isolated.controller_name(self._base_env)
+        return classify.parse_down(self._run(["down", name, "--yes"], stdin="delete\n"))
