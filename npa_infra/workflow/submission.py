@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from npa_infra import config as npa_config
 from npa_infra.catalog import images as pins
 from npa_infra.errors import NotYetAvailableError, SpecError, UsageError
 from npa_infra.plan import context, planner, waves
@@ -123,10 +124,6 @@ def _write(jobs: list[documents.RenderedJob], directory: Path) -> list[str]:
     return paths
 
 
-def _npa_home(env: Mapping[str, str]) -> Path:
-    return Path(env.get("NPA_HOME") or Path.home() / ".npa").expanduser()
-
-
 def submit(
     spec_path: Path, options: SubmitOptions, *, env: Mapping[str, str] | None = None
 ) -> SubmitReport:
@@ -171,7 +168,7 @@ def submit(
         options.resume_run or options.run_id or identity.fresh_run_id(spec.name)
     )
     names = list(options.secret_env)
-    home = _npa_home(environ)
+    home = npa_config.npa_home(environ)
     sources = credentials.resolve_sources(names, environ, npa_home=home, stack=options.stack)
     if not options.plan_only:
         credentials.require(sources, npa_home=home, stack=options.stack)
@@ -209,7 +206,7 @@ def submit(
             remedy=f"preview with: npa workbench workflow submit {spec_path} --plan-only",
             details={"run_id": run_id},
         )
-    paths = _write(jobs, (options.render_dir or _npa_home(environ) / "rendered") / run_id)
+    paths = _write(jobs, (options.render_dir or npa_config.npa_home(environ) / "rendered") / run_id)
     docker_secrets = sorted({n for j in jobs for i in j.images for n in secret_names_for_image(i)})
     sources.update(
         credentials.resolve_sources(docker_secrets, environ, npa_home=home, stack=options.stack)
@@ -258,7 +255,7 @@ def _submit_raw(
         options.resume_run or options.run_id or identity.fresh_run_id(name)
     )
     names = list(options.secret_env)
-    home = _npa_home(env)
+    home = npa_config.npa_home(env)
     sources = credentials.resolve_sources(names, env, npa_home=home, stack=options.stack)
     if not options.plan_only:
         credentials.require(sources, npa_home=home, stack=options.stack)
@@ -274,7 +271,7 @@ def _submit_raw(
         (),
         documents.dump_documents(tuple(docs)),
     )
-    paths = _write([job], (options.render_dir or _npa_home(env) / "rendered") / run_id)
+    paths = _write([job], (options.render_dir or npa_config.npa_home(env) / "rendered") / run_id)
     return SubmitReport(
         run_id,
         name,
