@@ -1,6 +1,6 @@
 """Hypothesis strategies for workflow specs and token text (style.md rule 19).
 
-Three families:
+Four families:
 
 - ``mutated_spec_texts`` / ``mutated_spec_bytes``: the specs under
   ``workflows/testing`` and ``workflows/main``, parsed, then mutated (keys
@@ -10,22 +10,30 @@ Three families:
   reference each other, mostly invalid;
 - ``valid_spec_texts``: specs built to be valid (a chain of leaves, leaf
   loops, parallel groups, sequence loops and decision branches), for
-  properties of planning and waves.
+  properties of planning and waves;
+- ``sky_command_results``: finished ``sky`` commands whose output mixes the
+  recorded 0.12 lines (banner, ClusterNotUpError, queue JSON, cancel and down
+  lines, ANSI codes) with arbitrary text and exit codes, for the totality of
+  the SkyPilot output classifier.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import yaml
 from hypothesis import strategies as st
 
+from npa_infra.skypilot.models import CommandResult
+
 __all__ = [
     "SEED_SPECS",
     "mutated_spec_bytes",
     "mutated_spec_texts",
     "random_spec_texts",
+    "sky_command_results",
     "token_contexts",
     "token_texts",
     "valid_spec_texts",
@@ -519,3 +527,60 @@ def token_contexts(draw: st.DrawFn) -> dict[str, Any]:
         "allow_state": draw(st.booleans()),
         "allow_loop": draw(st.booleans()),
     }
+
+
+SKY_LINES = (
+    "\x1b[2mFailed to connect to SkyPilot API server at http://127.0.0.1:46580. "
+    "Starting a local server.\x1b[0m",
+    "\x1b[0m\x1b[32m✓ SkyPilot API server started. \x1b[0m\x1b[0m",
+    "sky.exceptions.ClusterNotUpError: No in-progress managed jobs.",
+    "No in-progress managed jobs. (See: sky jobs -h)",
+    "Submitted sky.jobs.launch request: 3f2b8c1e-9d4a-4e6b-8f00-1a2b3c4d5e6f",
+    "Job with ID 3 is scheduled to be cancelled.",
+    "Jobs with IDs 3, 4 are scheduled to be cancelled.",
+    "'x' Job with ID 99999999999999999999999 is scheduled to be cancelled.",
+    "No job to cancel.",
+    "No running job found with name 'x'.",
+    "Managed jobs controller has already been torn down.",
+    "sky.exceptions.NotSupportedError: In-progress managed jobs found.",
+    "Aborted!",
+    "Usage: sky jobs queue [OPTIONS]",
+    "Error: No such option: --x",
+    "requests.exceptions.HTTPError: 503 Server Error",
+    "(403) Forbidden",
+    "Could not connect to SkyPilot API server",
+    "skypilot, version 0.12.2",
+    '[{"job_id": 1, "task_id": 0, "job_name": "a", "status": "RUNNING"}]',
+    '[{"job_id": 1e999, "task_id": 1e999, "status": "PENDING", "submitted_at": 1e999}]',
+    '[{"job_id": 1, "task_id": "x", "status": "SUCCEEDED", "end_at": ' + "9" * 400 + "}]",
+    "[" * 50,
+    "[]",
+    "[1, 2]",
+    '{"jobs": []}',
+)
+
+
+@st.composite
+def _sky_json(draw: st.DrawFn) -> str:
+    scalar = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
+    status = st.sampled_from(("PENDING", "RUNNING", "SUCCEEDED", "CANCELLING", "FAILED", "??"))
+    row = st.fixed_dictionaries(
+        {"job_id": scalar | st.integers(0, 9), "status": status | scalar},
+        optional={"task_id": scalar, "job_name": scalar, "submitted_at": scalar, "end_at": scalar},
+    )
+    return json.dumps(draw(st.lists(row | scalar, max_size=3)))
+
+
+@st.composite
+def sky_command_results(draw: st.DrawFn) -> CommandResult:
+    """A finished ``sky`` command: recorded lines, JSON rows and arbitrary text, any exit."""
+    piece = st.sampled_from(SKY_LINES) | _sky_json() | st.text(max_size=40)
+    stream = st.lists(piece, max_size=5).map("\n".join)
+    code = st.sampled_from((0, 1, 2, 100, 101, 102, 103, 126, 127, -9)) | st.integers()
+    return CommandResult(
+        argv=("sky",),
+        returncode=draw(code),
+        stdout=draw(stream),
+        stderr=draw(stream),
+        timed_out=draw(st.booleans()),
+    )

@@ -44,8 +44,8 @@ _BANNER = (
 )
 _REQUEST = re.compile(r"Submitted sky\.jobs\.launch request: ([0-9a-f-]{36})")
 _VERSION = re.compile(r"\b(\d+\.\d+\.\d+(?:\.post\d+|rc\d+|\.dev\d+)?)\b")
-_ONE = re.compile(r"(?:'[^']*' )?Job with ID (\d+) is scheduled to be cancelled\.")
-_MANY = re.compile(r"Jobs with IDs ([\d, ]+) are scheduled to be cancelled\.")
+_ONE = re.compile(r"(?:'[^']*' )?Job with ID ([0-9]{1,18}) is scheduled to be cancelled\.")
+_MANY = re.compile(r"Jobs with IDs ([0-9]{1,18}(?:, [0-9]{1,18})*) are scheduled to be cancelled\.")
 _NO_JOB = re.compile(r"^(No job to cancel\.|No running job found with name '.*'\.)$", re.MULTILINE)
 
 # Order matters: the first matching rule wins.
@@ -55,7 +55,8 @@ _RULES: tuple[tuple[ErrorKind, re.Pattern[str]], ...] = (
         ErrorKind.API_WARMUP,
         re.compile(
             r"Could not connect to SkyPilot API server|ApiServerConnectionError|"
-            r"SkyPilot API server is (starting|not healthy)|Failed to start SkyPilot API server",
+            r"SkyPilot API server is (starting|not healthy)|Failed to start SkyPilot API server|"
+            r"Failed to connect to SkyPilot API server(?!.*Starting a local server)",
             re.I,
         ),
     ),
@@ -72,7 +73,9 @@ _RULES: tuple[tuple[ErrorKind, re.Pattern[str]], ...] = (
         ErrorKind.TRANSPORT,
         re.compile(
             r"Connection (reset|aborted|refused)|RemoteDisconnected|ConnectionError|ReadTimeout|"
-            r"Read timed out|ProtocolError|BrokenPipe|IncompleteRead",
+            r"Read timed out|ProtocolError|BrokenPipe|IncompleteRead|unexpected EOF|"
+            r"TLS handshake timeout|Temporary failure in name resolution|No route to host|"
+            r"Network is unreachable|i/o timeout|dial tcp|server closed idle connection",
             re.I,
         ),
     ),
@@ -146,15 +149,36 @@ def parse_version(result: CommandResult) -> str | None:
 
 
 def _find_json_list(text: str) -> list[object] | None:
+    """The one JSON document in ``text``: a list, or ``{"jobs": [...]}``.
+
+    It starts a line and only whitespace follows it. Leading lines are tolerated
+    (the local-server banner, §1); trailing text or a second JSON value is not,
+    so such output stays unavailable instead of being guessed at
+    (runtime-reference.md §1, queue parsing).
+    """
     decoder = json.JSONDecoder()
-    for match in re.finditer(r"\[", text):
+    found: list[tuple[object, int]] = []
+    covered = -1
+    for match in re.finditer(r"^[ \t]*[\[{]", text, re.MULTILINE):
+        start = match.end() - 1
+        if start < covered:
+            continue  # a line inside a document already decoded
         try:
-            value, _end = decoder.raw_decode(text, match.start())
-        except json.JSONDecodeError:
+            value, end = decoder.raw_decode(text, start)
+        except (ValueError, RecursionError):
             continue
-        if isinstance(value, list):
-            return value
-    return None
+        if isinstance(value, (list, dict)):
+            found.append((value, end))
+            covered = end
+    if len(found) != 1:
+        return None
+    value, end = found[0]
+    if text[end:].strip():
+        return None
+    if isinstance(value, dict):
+        jobs = value.get("jobs")
+        return jobs if isinstance(jobs, list) and set(value) == {"jobs"} else None
+    return value if isinstance(value, list) else None
 
 
 def _record(raw: object) -> QueueRecord | None:
@@ -178,12 +202,14 @@ def _record(raw: object) -> QueueRecord | None:
             cluster_name_on_cloud=_opt(raw.get("cluster_name_on_cloud")),
             user_hash=_opt(raw.get("user_hash")),
         )
-    except (KeyError, ValueError, TypeError):
+    except (KeyError, ValueError, TypeError, OverflowError):
         return None
 
 
 def _float(value: object) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)  # an int past float range raises OverflowError: the row is unreadable
 
 
 def _opt(value: object) -> str | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -82,21 +83,43 @@ class IsolatedDir(NamedTuple):
                 )
             return explicit
         _private_dir(self.root)
+        stored = self._stored_id()
+        if stored is None:
+            # Create-if-absent with complete content: write a private temp file, then
+            # hard-link it into place; a concurrent creator's link wins and we read it.
+            fresh = f"npa-{secrets.token_hex(5)}"
+            fd, tmp = tempfile.mkstemp(prefix=".user-id.", dir=self.root)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    handle.write(fresh + "\n")
+                os.chmod(tmp, 0o600)
+                try:
+                    os.link(tmp, self.user_id_file)
+                except FileExistsError:
+                    stored = self._stored_id()
+                    if stored is None:
+                        raise self._bad_id_file() from None
+                    return stored
+            finally:
+                os.unlink(tmp)
+            return fresh
+        return stored
+
+    def _stored_id(self) -> str | None:
         try:
-            stored = self.user_id_file.read_text(encoding="utf-8").strip()
+            text = self.user_id_file.read_text(encoding="utf-8").strip()
         except FileNotFoundError:
-            stored = ""
-        if stored and USER_ID.match(stored):
-            return stored
-        fresh = f"npa-{secrets.token_hex(5)}"
-        fd = os.open(
-            self.user_id_file,
-            os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
-            0o600,
+            return None
+        if not USER_ID.match(text):
+            raise self._bad_id_file()
+        return text
+
+    def _bad_id_file(self) -> ConfigError:
+        return ConfigError(
+            f"{self.user_id_file} does not hold a valid SkyPilot user id",
+            remedy="restore the file from the directory's previous id; deleting it selects a NEW "
+            "controller and leaves the old one's jobs unmanaged",
         )
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(fresh + "\n")
-        return fresh
 
     def controller_name(self, env: Mapping[str, str]) -> str:
         return f"sky-jobs-controller-{self.user_id(env)}"

@@ -97,6 +97,15 @@ class CommandResult(NamedTuple):
     timed_out: bool = False
 
 
+_IN_FLIGHT_ORDER = (
+    JobStatus.RUNNING,
+    JobStatus.RECOVERING,
+    JobStatus.STARTING,
+    JobStatus.PENDING,
+    JobStatus.CANCELLING,
+)
+
+
 class QueueVerdict(StrEnum):
     RECORDS = "records"  # a parsed list (possibly empty)
     VERIFIED_EMPTY = "verified_empty"  # ClusterNotUpError: no controller, hence no jobs
@@ -133,15 +142,22 @@ class QueueResult(NamedTuple):
         return tuple(sorted({r.job_id for r in self.by_name(name)}))
 
     def status_of(self, job_id: int) -> JobStatus | None:
-        """The job's status: the first non-terminal task status, else the last task's."""
+        """One status for a multi-task job (runtime-reference.md §1, exact lookup):
+        any FAILED* or CANCELLED; else SUCCEEDED when every task succeeded; else the
+        first present of RUNNING, RECOVERING, STARTING, PENDING, CANCELLING."""
         rows = sorted((r for r in self.records if r.job_id == job_id), key=lambda r: r.task_id)
         if not rows:
             return None
-        for row in rows:
-            if not row.status.terminal:
-                return row.status
-        failed = [r.status for r in rows if r.status not in (JobStatus.SUCCEEDED,)]
-        return failed[0] if failed else rows[-1].status
+        statuses = [r.status for r in rows]
+        for status in statuses:
+            if status.terminal and status is not JobStatus.SUCCEEDED:
+                return status
+        if all(s is JobStatus.SUCCEEDED for s in statuses):
+            return JobStatus.SUCCEEDED
+        for candidate in _IN_FLIGHT_ORDER:
+            if candidate in statuses:
+                return candidate
+        return statuses[0]
 
 
 class LaunchResult(NamedTuple):

@@ -1,0 +1,100 @@
+"""A simulated SkyPilot installation for the contract suite: wrapper, faults, isolated dirs."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from npa_infra.skypilot.isolation import ControllerSettings, IsolatedDir
+from npa_infra.skypilot.models import CommandResult
+from npa_infra.skypilot.runner import Runner, SubprocessRunner
+from npa_infra.skypilot.skycli import SkyCli
+from tests.support.skysim import harness
+
+# Not 46580: tests never touch the real local API server's port (§7.3).
+SIM_PORT = "47345"
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: npa-ctx, context: {cluster: c, user: u, namespace: npa}}]
+current-context: npa-ctx
+"""
+
+
+class ShortTimeout:
+    """A runner whose every call times out after ``seconds`` (the hang fault's client)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.inner = SubprocessRunner()
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        cwd: str | None = None,
+        stdin: str | None = None,
+        timeout: float | None = None,
+    ) -> CommandResult:
+        limit = min(timeout or math.inf, self.seconds)
+        return self.inner.run(argv, env=env, cwd=cwd, stdin=stdin, timeout=limit)
+
+
+@dataclass
+class Sim:
+    """One simulated SkyPilot installation in a test's tmp_path."""
+
+    root: Path
+    binary: Path
+    faults_file: Path
+    env: dict[str, str]
+
+    def faults(self, *rules: dict[str, Any]) -> None:
+        harness.write_faults(self.faults_file, list(rules))
+
+    def isolated(self, name: str = "state") -> IsolatedDir:
+        iso = IsolatedDir(self.root / name)
+        iso.prepare(self.env, context="npa-ctx", controller=ControllerSettings())
+        return iso
+
+    def cli(
+        self,
+        name: str = "state",
+        *,
+        runner: Runner | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> SkyCli:
+        merged = {**self.env, **(env or {})}
+        return SkyCli(self.binary, self.isolated(name), merged, runner=runner, check_ports=False)
+
+    def task(self, text: str = "name: train\nrun: echo hi\n", name: str = "task.yaml") -> Path:
+        path = self.root / name
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    def state(self, name: str = "state") -> dict[str, Any]:
+        return harness.read_state(self.state_dir(name))
+
+    def state_dir(self, name: str = "state") -> Path:
+        shared = self.env.get("SKYSIM_STATE_DIR")
+        return Path(shared) if shared else self.root / name / "sky-runtime" / ".sky"
+
+
+def make_sim(tmp_path: Path) -> Sim:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG, encoding="utf-8")
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LANG": "C.UTF-8",
+        "USER": "tester",
+        "KUBECONFIG": str(kubeconfig),
+        "SKYSIM_FAULTS": str(tmp_path / "faults.json"),
+        "SKYSIM_API_PORT": SIM_PORT,
+    }
+    return Sim(tmp_path, harness.write_wrapper(tmp_path), tmp_path / "faults.json", env)

@@ -1,0 +1,183 @@
+"""Per-stack SkyPilot state directories (skypilot-0.12.md §6, §7.2)."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+import yaml
+
+from npa_infra.errors import ConfigError
+from npa_infra.skypilot.isolation import USER_ID, ControllerSettings, IsolatedDir
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.lstat().st_mode)
+
+
+def _kubeconfig(path: Path, context: str = "npa-ctx") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"apiVersion: v1\nkind: Config\ncurrent-context: {context}\n")
+    return path
+
+
+@pytest.fixture
+def caller(tmp_path: Path) -> dict[str, str]:
+    home = tmp_path / "caller-home"
+    home.mkdir()
+    return {"HOME": str(home), "PATH": "/usr/bin"}
+
+
+def test_prepare_layout_private_modes(tmp_path: Path, caller: dict[str, str]) -> None:
+    iso = IsolatedDir(tmp_path / "d")
+    iso.prepare(caller, context="npa-ctx", controller=ControllerSettings())
+    iso.user_id(caller)
+    for folder in (iso.root, iso.home, iso.runtime, iso.root / "submissions"):
+        assert folder.is_dir() and _mode(folder) == 0o700, folder
+    for file in (iso.config_file, iso.user_id_file):
+        assert _mode(file) == 0o600, file
+
+
+@pytest.mark.parametrize(
+    "layout",
+    ["env-list", "default-home"],
+    ids=["kubeconfig-list-first-existing", "home-kube-config"],
+)
+def test_prepare_kubeconfig_links_first_existing_file(
+    tmp_path: Path, caller: dict[str, str], layout: str
+) -> None:
+    first = _kubeconfig(tmp_path / "kube" / "first")
+    if layout == "env-list":
+        second = _kubeconfig(tmp_path / "kube" / "second")
+        caller["KUBECONFIG"] = f"{tmp_path / 'missing'}:{first}:{second}"
+    else:
+        first = _kubeconfig(Path(caller["HOME"]) / ".kube" / "config")
+    iso = IsolatedDir(tmp_path / "d")
+    iso.prepare(caller, context="npa-ctx", controller=ControllerSettings())
+    link = iso.home / ".kube" / "config"
+    assert link.is_symlink()
+    assert link.resolve() == first.resolve()
+    assert iso.environment(caller)["KUBECONFIG"] == str(link)
+
+
+def test_prepare_again_relinks_changed_kubeconfig(tmp_path: Path, caller: dict[str, str]) -> None:
+    iso = IsolatedDir(tmp_path / "d")
+    old, new = _kubeconfig(tmp_path / "old"), _kubeconfig(tmp_path / "new")
+    iso.prepare({**caller, "KUBECONFIG": str(old)}, context="c", controller=ControllerSettings())
+    iso.prepare({**caller, "KUBECONFIG": str(new)}, context="c", controller=ControllerSettings())
+    assert (iso.home / ".kube" / "config").resolve() == new.resolve()
+
+
+def test_prepare_nebius_credentials_linked_when_present(
+    tmp_path: Path, caller: dict[str, str]
+) -> None:
+    (Path(caller["HOME"]) / ".nebius").mkdir()
+    iso = IsolatedDir(tmp_path / "d")
+    iso.prepare(caller, context="c", controller=ControllerSettings())
+    assert (iso.home / ".nebius").resolve() == (Path(caller["HOME"]) / ".nebius").resolve()
+
+
+def test_prepare_symlinked_root_config_error(tmp_path: Path, caller: dict[str, str]) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    with pytest.raises(ConfigError):
+        IsolatedDir(tmp_path / "link").prepare(caller, context="c", controller=ControllerSettings())
+
+
+def test_generated_config_allows_one_context_and_controller_block(
+    tmp_path: Path, caller: dict[str, str]
+) -> None:
+    iso = IsolatedDir(tmp_path / "d")
+    iso.prepare(caller, context="npa-ctx", controller=ControllerSettings())
+    config = yaml.safe_load(iso.config_file.read_text())
+    assert config["kubernetes"]["allowed_contexts"] == ["npa-ctx"]
+    controller = config["jobs"]["controller"]
+    assert controller["resources"] == {
+        "cloud": "kubernetes",
+        "region": "npa-ctx",
+        "cpus": 2,
+        "memory": 8,
+    }
+    assert controller["autostop"] is False
+
+
+def test_generated_config_carries_pod_config_and_identity() -> None:
+    settings = ControllerSettings(
+        cpus=4, memory_gb=16, pod_config={"spec": {"priorityClassName": "hi"}}, remote_identity="sa"
+    )
+    config = IsolatedDir.generated_config("ctx", settings)
+    assert config["jobs"]["controller"]["resources"]["cpus"] == 4
+    assert config["kubernetes"]["pod_config"] == {"spec": {"priorityClassName": "hi"}}
+    assert config["kubernetes"]["remote_identity"] == "sa"
+
+
+def test_generated_config_without_context_no_allowlist() -> None:
+    config = IsolatedDir.generated_config(None, ControllerSettings())
+    assert "kubernetes" not in config
+    assert "region" not in config["jobs"]["controller"]["resources"]
+
+
+def test_user_id_stable_across_calls_and_objects(tmp_path: Path) -> None:
+    first = IsolatedDir(tmp_path / "d").user_id({})
+    assert IsolatedDir(tmp_path / "d").user_id({}) == first
+    assert USER_ID.match(first) and first.startswith("npa-")
+    assert IsolatedDir(tmp_path / "d").controller_name({}) == f"sky-jobs-controller-{first}"
+
+
+def test_user_id_different_dirs_different_ids(tmp_path: Path) -> None:
+    assert IsolatedDir(tmp_path / "a").user_id({}) != IsolatedDir(tmp_path / "b").user_id({})
+
+
+def test_user_id_explicit_env_wins_over_stored(tmp_path: Path) -> None:
+    iso = IsolatedDir(tmp_path / "d")
+    stored = iso.user_id({})
+    assert iso.user_id({"SKYPILOT_USER_ID": "team-a"}) == "team-a"
+    assert iso.user_id({}) == stored
+    assert iso.environment({"SKYPILOT_USER_ID": "team-a"})["SKYPILOT_USER_ID"] == "team-a"
+
+
+@pytest.mark.parametrize(
+    "value", ["-leading-dash", "has space", "dots.no", "x/y"], ids=["dash", "space", "dot", "slash"]
+)
+def test_user_id_invalid_explicit_config_error(tmp_path: Path, value: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        IsolatedDir(tmp_path / "d").user_id({"SKYPILOT_USER_ID": value})
+    assert caught.value.remedy
+
+
+def test_environment_isolates_every_location(tmp_path: Path, caller: dict[str, str]) -> None:
+    iso = IsolatedDir(tmp_path / "d")
+    env = iso.environment(
+        {**caller, "SKYPILOT_CONFIG": "/x.yaml", "SKYPILOT_PROJECT_CONFIG": "/p.yaml", "KEEP": "1"}
+    )
+    assert env["HOME"] == str(iso.home)
+    assert env["SKY_RUNTIME_DIR"] == str(iso.runtime)
+    assert env["SKYPILOT_GLOBAL_CONFIG"] == str(iso.config_file)
+    assert env["SKYPILOT_USER_ID"] == iso.user_id({})
+    assert env["KEEP"] == "1"
+    assert "SKYPILOT_CONFIG" not in env and "SKYPILOT_PROJECT_CONFIG" not in env
+
+
+def test_user_id_file_with_invalid_id_is_config_error(tmp_path: Path) -> None:
+    from npa_infra.errors import ConfigError
+    from npa_infra.skypilot.isolation import IsolatedDir
+
+    isolated = IsolatedDir(tmp_path / "d")
+    isolated.root.mkdir(mode=0o700)
+    isolated.user_id_file.write_text("not valid!\n")
+    with pytest.raises(ConfigError, match="valid SkyPilot user id") as caught:
+        isolated.user_id({})
+    assert "NEW controller" in caught.value.remedy
+
+
+def test_user_id_concurrent_creation_agrees(tmp_path: Path) -> None:
+    import concurrent.futures
+
+    from npa_infra.skypilot.isolation import IsolatedDir
+
+    isolated = IsolatedDir(tmp_path / "d")
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+        ids = set(pool.map(lambda _i: isolated.user_id({}), range(32)))
+    assert len(ids) == 1
