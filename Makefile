@@ -6,6 +6,8 @@ BIN := $(VENV)/bin
 SHARED := $(abspath ../shared)
 STAMP := $(VENV)/.installed
 export NPA_HOME ?= $(CURDIR)/.npa-demo
+# The real-SkyPilot tests bootstrap once into this cache and reuse it while it passes the gate.
+export NPA_TEST_SKYPILOT_CACHE ?= $(CURDIR)/.cache/skypilot-venv
 
 ifneq ($(wildcard $(SHARED)/spec-corpus),)
 export NPA_SPEC_CORPUS ?= $(SHARED)/spec-corpus

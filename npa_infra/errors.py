@@ -10,6 +10,8 @@ Every failure a user can cause or meet is an ``NpaError``: a one-sentence
     ├── RenderError           a valid plan cannot be rendered for SkyPilot (exit 1)
     ├── ConfigError           local configuration or environment is missing or wrong (exit 1)
     │   └── MissingSecretError    a --secret-env name has no value anywhere we may look
+    ├── ExternalError         an external tool or service failed (pip, the package index);
+    │                         retrying after the named fix may succeed (exit 1)
     └── NotYetAvailableError  the capability is planned but not built in this version (exit 1)
 
 ``InvariantError`` is a bug, not a user error: it derives from ``RuntimeError``
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ConfigError",
+    "ExternalError",
     "InvariantError",
     "MissingSecretError",
     "NotYetAvailableError",
@@ -97,6 +100,12 @@ class MissingSecretError(ConfigError):
     """A requested secret name has no value in the environment or the stack."""
 
     category = "secret"
+
+
+class ExternalError(NpaError):
+    """An external tool or service failed; the remedy names what to fix before retrying."""
+
+    category = "external"
 
 
 class NotYetAvailableError(NpaError):

@@ -5,7 +5,7 @@ import sys
 
 import typer
 
-from npa_infra.cli import workflow
+from npa_infra.cli import skypilot, workflow
 
 __all__ = ["app", "run"]
 
@@ -23,6 +23,7 @@ workbench = typer.Typer(
 )
 workbench.add_typer(workflow.app, name="workflow")
 app.add_typer(workbench, name="workbench")
+app.add_typer(skypilot.app, name="skypilot")
 
 
 @app.callback()

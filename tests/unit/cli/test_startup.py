@@ -91,8 +91,11 @@ def test_npa_help_fresh_interpreter_loads_no_heavy_module(tmp_path: Path) -> Non
         ["workbench", "--help"],
         ["workbench", "workflow", "--help"],
         ["workbench", "workflow", "submit", "--help"],
+        ["skypilot", "--help"],
+        ["skypilot", "bootstrap", "--help"],
+        ["skypilot", "status", "--help"],
     ],
-    ids=["workbench", "workflow", "submit"],
+    ids=["workbench", "workflow", "submit", "skypilot", "skypilot-bootstrap", "skypilot-status"],
 )
 def test_subcommand_help_fresh_interpreter_loads_no_heavy_module(
     tmp_path: Path, args: list[str]
@@ -113,6 +116,18 @@ def test_validate_spec_command_fresh_interpreter_loads_no_heavy_module(
 
     assert result["code"] == 0
     assert "valid:" in str(result["stdout"])
+    assert result["loaded"] == []
+
+
+def test_skypilot_status_bin_path_fresh_interpreter_loads_no_heavy_module(
+    tmp_path: Path,
+) -> None:
+    result = _run_child(
+        _CLI_CHILD, tmp_path, "skypilot", "status", "--bin-path", "--sky-bin", sys.executable
+    )
+
+    assert result["code"] == 0
+    assert str(result["stdout"]).strip() == sys.executable
     assert result["loaded"] == []
 
 

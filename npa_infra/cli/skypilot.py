@@ -1,0 +1,122 @@
+"""``npa skypilot …``: bootstrap and status of the pinned SkyPilot (cli.md §2).
+
+Each command parses its options, calls one function of
+``npa_infra.skypilot.bootstrap`` or ``npa_infra.skypilot.status`` and renders
+the result. Those modules are imported inside the command bodies so that
+``npa --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from npa_infra.cli import output
+
+if TYPE_CHECKING:
+    from npa_infra.skypilot.bootstrap import BootstrapReport
+    from npa_infra.skypilot.status import StatusReport
+
+__all__ = ["app"]
+
+app = typer.Typer(
+    help="Install and check the pinned SkyPilot.", no_args_is_help=True, rich_markup_mode=None
+)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+
+
+@app.command("bootstrap")
+def bootstrap_cmd(
+    path: Annotated[
+        str | None,
+        typer.Option(
+            "--path", help="Venv path (else NPA_SKYPILOT_VENV_PATH, $NPA_HOME/skypilot-venv)."
+        ),
+    ] = None,
+    python: Annotated[
+        str | None, typer.Option("--python", help="Python 3.9-3.12 interpreter to build with.")
+    ] = None,
+    save: Annotated[
+        bool, typer.Option("--save/--no-save", help="Record skypilot.sky_bin in the npa config.")
+    ] = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """Build the pinned SkyPilot virtualenv atomically (or verify the live one)."""
+    import os
+
+    from npa_infra.errors import NpaError
+    from npa_infra.skypilot import bootstrap
+
+    try:
+        report = bootstrap.bootstrap(
+            path, python, env=os.environ, save=save, progress=None if as_json else output.warn
+        )
+    except NpaError as exc:
+        output.fail(exc, as_json=as_json)
+    if as_json:
+        output.emit_json(report.model_dump(mode="json"))
+    else:
+        _render_bootstrap(report)
+    raise typer.Exit(report.exit_code)
+
+
+def _render_bootstrap(report: BootstrapReport) -> None:
+    output.out(f"{report.status.value}: SkyPilot {report.sky_version} at {report.venv}")
+    output.out(f"sky binary: {report.sky_bin}")
+    output.out(f"python: {report.python}")
+    for name, pin in report.pins.items():
+        output.out(f"  {name}: {pin.installed} ({pin.constraint})")
+    output.out(f"journal: {report.journal}")
+
+
+@app.command("status")
+def status_cmd(
+    sky_bin: Annotated[
+        str | None,
+        typer.Option("--sky-bin", help="The sky binary (else NPA_SKYPILOT_BIN, config)."),
+    ] = None,
+    bin_path: Annotated[
+        bool, typer.Option("--bin-path", help="Print only the resolved sky binary path.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check the SkyPilot binary against the pins; exit 0 healthy, 1 otherwise."""
+    import os
+
+    if bin_path:  # a lookup only: no gate, no pydantic (scripts call this often)
+        from npa_infra.errors import NpaError
+        from npa_infra.skypilot import resolve
+
+        try:
+            output.out(str(resolve.resolve_binary(sky_bin, os.environ).path))
+        except NpaError as exc:
+            output.fail(exc, as_json=False)
+        raise typer.Exit(0)
+    from npa_infra.skypilot import status
+
+    report = status.status(sky_bin, os.environ)
+    if as_json:
+        output.emit_json(report.model_dump(mode="json"))
+    else:
+        _render_status(report)
+    raise typer.Exit(report.exit_code)
+
+
+def _render_status(report: StatusReport) -> None:
+    source = f" (from {report.source.value})" if report.source else ""
+    output.out(f"sky binary: {report.bin_path or 'not configured'}{source}")
+    output.out(f"skypilot: {report.skypilot_version or '-'}")
+    output.out(f"python: {report.python or '-'}")
+    output.out(f"kubernetes client: {report.kubernetes_client_version or '-'}")
+    output.out(f"fastapi: {report.fastapi_version or '-'}")
+    output.out(f"click: {report.click_version or '-'}")
+    server = report.api_server
+    owner = {None: "", True: ", ours", False: ", NOT ours"}[server.owner_matches]
+    output.out(f"api server: {'listening' if server.listening else 'not running'}{owner}")
+    output.out(f"gate: {'ok' if report.ok else 'FAILED'}")
+    for line in report.warnings:
+        output.warn(f"warning: {line}")
+    for line in report.remedies:
+        output.warn(f"Hint: {line}")
