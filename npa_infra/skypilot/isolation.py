@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 import yaml
 
+from npa_infra import config as npa_config
 from npa_infra.errors import ConfigError
 
 __all__ = ["USER_ID", "ControllerSettings", "IsolatedDir"]
@@ -192,3 +193,26 @@ class IsolatedDir(NamedTuple):
         child.pop("SKYPILOT_CONFIG", None)
         child.pop("SKYPILOT_PROJECT_CONFIG", None)
         return child
+
+
+def resolve_isolated_dir(
+    explicit: str | None, env: Mapping[str, str], config: Mapping[str, Any], stack: str | None
+) -> IsolatedDir:
+    """The state directory (skypilot-0.12.md §7.1): ``--isolated-config-dir``, then
+    ``NPA_SKYPILOT_ISOLATED_CONFIG_DIR``, then ``skypilot.isolated_config_dir`` in the npa
+    config, else one directory per stack under the npa home."""
+    saved = npa_config.get_value(config, "skypilot.isolated_config_dir")
+    chosen = (
+        explicit
+        or env.get("NPA_SKYPILOT_ISOLATED_CONFIG_DIR")
+        or (saved if isinstance(saved, str) else "")
+    )
+    if chosen:
+        return IsolatedDir(Path(chosen).expanduser())
+    name = stack or "default"
+    if not USER_ID.match(name):
+        raise ConfigError(
+            f"stack name {name!r} cannot name a state directory",
+            remedy="use letters, digits and '-' in stack names",
+        )
+    return IsolatedDir(npa_config.npa_home(env) / "skypilot-state" / name)

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from npa_infra import config as npa_config
 from npa_infra.errors import ConfigError
-from npa_infra.skypilot import classify, pins, port, resolve
+from npa_infra.skypilot import classify, isolation, pins, port, resolve
 from npa_infra.skypilot.runner import Runner, SubprocessRunner
 
 __all__ = [
@@ -201,16 +201,15 @@ class StatusReport(BaseModel):
 
 def _expected_owner(env: Mapping[str, str], config: Mapping[str, Any]) -> dict[str, str]:
     """HOME and SKYPILOT_USER_ID a listener must have to be ours; reads, never creates."""
-    root = env.get("NPA_SKYPILOT_ISOLATED_CONFIG_DIR") or npa_config.get_value(
-        config, "skypilot.isolated_config_dir"
-    )
     expected = {k: env[k] for k in ("HOME", "SKYPILOT_USER_ID") if env.get(k)}
-    if isinstance(root, str) and root:
-        base = Path(root).expanduser()
-        expected["HOME"] = str(base / "home")
-        if "SKYPILOT_USER_ID" not in expected:
-            with contextlib.suppress(OSError):
-                expected["SKYPILOT_USER_ID"] = (base / "user-id").read_text("utf-8").strip()
+    try:
+        base = isolation.resolve_isolated_dir(None, env, config, None).root
+    except ConfigError:
+        return expected
+    expected["HOME"] = str(base / "home")
+    if "SKYPILOT_USER_ID" not in expected:
+        with contextlib.suppress(OSError):
+            expected["SKYPILOT_USER_ID"] = (base / "user-id").read_text("utf-8").strip()
     return expected
 
 

@@ -181,3 +181,41 @@ def test_user_id_concurrent_creation_agrees(tmp_path: Path) -> None:
     with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
         ids = set(pool.map(lambda _i: isolated.user_id({}), range(32)))
     assert len(ids) == 1
+
+
+@pytest.mark.parametrize(
+    ("explicit", "env_dir", "saved", "expected"),
+    [
+        ("/x/explicit", "/x/env", "/x/saved", "/x/explicit"),
+        (None, "/x/env", "/x/saved", "/x/env"),
+        (None, None, "/x/saved", "/x/saved"),
+    ],
+    ids=["explicit-wins", "env-next", "config-last"],
+)
+def test_resolve_isolated_dir_precedence(
+    explicit: str | None, env_dir: str | None, saved: str, expected: str
+) -> None:
+    from npa_infra.skypilot.isolation import resolve_isolated_dir
+
+    env = {"NPA_SKYPILOT_ISOLATED_CONFIG_DIR": env_dir} if env_dir else {}
+    config = {"skypilot": {"isolated_config_dir": saved}}
+    assert resolve_isolated_dir(explicit, env, config, "dev").root == Path(expected)
+
+
+def test_resolve_isolated_dir_default_is_one_directory_per_stack(tmp_path: Path) -> None:
+    from npa_infra.skypilot.isolation import resolve_isolated_dir
+
+    env = {"NPA_HOME": str(tmp_path)}
+    dev = resolve_isolated_dir(None, env, {}, "dev")
+    prod = resolve_isolated_dir(None, env, {}, "prod")
+    assert dev.root == tmp_path / "skypilot-state" / "dev"
+    assert prod.root != dev.root
+    assert dev.user_id({}) != prod.user_id({})  # different directories, different controllers
+    assert resolve_isolated_dir(None, env, {}, "dev").user_id({}) == dev.user_id({})
+
+
+def test_resolve_isolated_dir_bad_stack_name_is_config_error(tmp_path: Path) -> None:
+    from npa_infra.skypilot.isolation import resolve_isolated_dir
+
+    with pytest.raises(ConfigError, match="cannot name a state directory"):
+        resolve_isolated_dir(None, {"NPA_HOME": str(tmp_path)}, {}, "../evil")
