@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from npa_infra.errors import ConfigError
+from npa_infra.skypilot.isolation import ControllerSettings
 
 __all__ = ["StackSettings", "read_stack"]
 
@@ -26,6 +28,32 @@ class StackSettings:
     service_account: str = ""
     bucket: str = ""
     registry: str = ""
+    controller_cpus: int = 2
+    controller_memory_gb: int = 8
+    controller_pod_config: dict[str, Any] | None = None
+
+    def controller(self) -> ControllerSettings:
+        """The jobs controller block of this stack's generated SkyPilot config."""
+        return ControllerSettings(
+            cpus=self.controller_cpus,
+            memory_gb=self.controller_memory_gb,
+            pod_config=self.controller_pod_config,
+            remote_identity=self.service_account or None,
+        )
+
+
+def _positive_int(config: dict[str, Any], key: str, default: int, path: Path) -> int:
+    value = config.get(f"npa-infra:{key}", default)
+    try:
+        number = int(str(value))
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise ConfigError(
+            f"{path}: npa-infra:{key} must be a positive integer, got {value!r}",
+            remedy=f"set npa-infra:{key} to 1 or more",
+        )
+    return number
 
 
 def read_stack(name: str, root: Path) -> StackSettings:
@@ -47,6 +75,12 @@ def read_stack(name: str, root: Path) -> StackSettings:
         value = config.get(f"npa-infra:{key}", "")
         return value if isinstance(value, str) else ""
 
+    pod_config = config.get("npa-infra:controllerPodConfig")
+    if pod_config is not None and not isinstance(pod_config, dict):
+        raise ConfigError(
+            f"{path}: npa-infra:controllerPodConfig must be a mapping (a partial Pod manifest)",
+            remedy="write it as a YAML mapping, e.g. {spec: {priorityClassName: x}}",
+        )
     return StackSettings(
         name,
         str(path),
@@ -55,4 +89,7 @@ def read_stack(name: str, root: Path) -> StackSettings:
         get("serviceAccount"),
         get("bucket"),
         get("registry"),
+        _positive_int(config, "controllerCpus", 2, path),
+        _positive_int(config, "controllerMemoryGb", 8, path),
+        pod_config,
     )
