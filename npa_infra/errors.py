@@ -10,6 +10,7 @@ Every failure a user can cause or meet is an ``NpaError``: a one-sentence
     ├── RenderError           a valid plan cannot be rendered for SkyPilot (exit 1)
     ├── ConfigError           local configuration or environment is missing or wrong (exit 1)
     │   └── MissingSecretError    a --secret-env name has no value anywhere we may look
+    ├── KubeError             a Kubernetes call failed; ``kind`` says terminal or transient (exit 1)
     ├── ExternalError         an external tool or service failed (pip, the package index);
     │                         retrying after the named fix may succeed (exit 1)
     └── NotYetAvailableError  the capability is planned but not built in this version (exit 1)
@@ -29,6 +30,7 @@ __all__ = [
     "ConfigError",
     "ExternalError",
     "InvariantError",
+    "KubeError",
     "MissingSecretError",
     "NotYetAvailableError",
     "NpaError",
@@ -106,6 +108,12 @@ class ExternalError(NpaError):
     """An external tool or service failed; the remedy names what to fix before retrying."""
 
     category = "external"
+
+
+class KubeError(NpaError):
+    """A Kubernetes API call failed; ``details["kind"]`` holds the ``KubeErrorKind`` value."""
+
+    category = "kubernetes"
 
 
 class NotYetAvailableError(NpaError):
