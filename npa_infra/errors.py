@@ -11,6 +11,8 @@ Every failure a user can cause or meet is an ``NpaError``: a one-sentence
     ├── ConfigError           local configuration or environment is missing or wrong (exit 1)
     │   └── MissingSecretError    a --secret-env name has no value anywhere we may look
     ├── KubeError             a Kubernetes call failed; ``kind`` says terminal or transient (exit 1)
+    ├── PreflightError        a pre-launch check refused the run: nothing was launched (exit 1);
+    │                         e.g. a GPU request the cluster cannot satisfy
     ├── ExternalError         an external tool or service failed (pip, the package index);
     │                         retrying after the named fix may succeed (exit 1)
     └── NotYetAvailableError  the capability is planned but not built in this version (exit 1)
@@ -34,6 +36,7 @@ __all__ = [
     "MissingSecretError",
     "NotYetAvailableError",
     "NpaError",
+    "PreflightError",
     "RenderError",
     "SpecError",
     "UsageError",
@@ -114,6 +117,12 @@ class KubeError(NpaError):
     """A Kubernetes API call failed; ``details["kind"]`` holds the ``KubeErrorKind`` value."""
 
     category = "kubernetes"
+
+
+class PreflightError(NpaError):
+    """A check before launch refused the run; the remedy says what to change first."""
+
+    category = "preflight"
 
 
 class NotYetAvailableError(NpaError):

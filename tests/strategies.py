@@ -15,6 +15,10 @@ Four families:
   recorded 0.12 lines (banner, ClusterNotUpError, queue JSON, cancel and down
   lines, ANSI codes) with arbitrary text and exit codes, for the totality of
   the SkyPilot output classifier.
+- ``gpu_node_lists`` / ``accelerator_requests``: Kubernetes nodes with real
+  GPU label keys and values (GFD, Nebius, SkyPilot, GKE spellings, the
+  labelling race), taints, readiness and cordons, and ``NAME:N`` requests
+  near those names, for the GPU resolver's properties.
 """
 
 from __future__ import annotations
@@ -26,10 +30,13 @@ from typing import Any
 import yaml
 from hypothesis import strategies as st
 
+from npa_infra.kube.models import NodeInfo, Taint
 from npa_infra.skypilot.models import CommandResult
 
 __all__ = [
     "SEED_SPECS",
+    "accelerator_requests",
+    "gpu_node_lists",
     "mutated_spec_bytes",
     "mutated_spec_texts",
     "random_spec_texts",
@@ -584,3 +591,72 @@ def sky_command_results(draw: st.DrawFn) -> CommandResult:
         stderr=draw(stream),
         timed_out=draw(st.booleans()),
     )
+
+
+GPU_LABELS: tuple[tuple[str, str], ...] = (
+    ("nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"),
+    ("nvidia.com/gpu.product", "NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition"),
+    ("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-40GB"),
+    ("nvidia.com/gpu.product", "Tesla-T4"),
+    ("nebius.com/gpu-name", "RTX6000"),
+    ("nebius.com/gpu-name", "H100"),
+    ("nebius.com/gpu-name", "rtx6000"),
+    ("skypilot.co/accelerator", "rtxpro6000"),
+    ("skypilot.co/accelerator", "B200"),
+    ("cloud.google.com/gke-accelerator", "nvidia-l4"),
+    ("nebius.com/gpu", "gpu-h100-sxm"),
+    ("gpu.nvidia.com/class", "H100_NVLINK_80GB"),
+)
+REQUEST_NAMES = (
+    "H100",
+    "H100-80GB",
+    "h100_80gb",
+    "RTXPRO6000",
+    "RTX6000",
+    "RTXPRO-6000-BLACKWELL-SERVER-EDITION",
+    "NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition",
+    "A100",
+    "T4",
+    "L4",
+    "B200",
+    "RTX6000-Ada",
+)
+_TAINTS = (
+    Taint("nvidia.com/gpu", "present", "NoSchedule"),
+    Taint("dedicated", "infra", "NoSchedule"),
+    Taint("node.kubernetes.io/unreachable", "", "NoExecute"),
+    Taint("spot", "true", "PreferNoSchedule"),
+)
+
+
+@st.composite
+def _gpu_node(draw: st.DrawFn, index: int) -> NodeInfo:
+    pairs = draw(st.lists(st.sampled_from(GPU_LABELS), max_size=3))
+    labels = {"kubernetes.io/hostname": f"node-{index}", **dict(pairs)}
+    return NodeInfo(
+        name=f"node-{index}",
+        labels=labels,
+        taints=tuple(draw(st.lists(st.sampled_from(_TAINTS), max_size=2, unique=True))),
+        ready=draw(st.booleans()),
+        unschedulable=draw(st.booleans()),
+        allocatable_gpus=draw(st.sampled_from((0, 1, 2, 4, 8))),
+    )
+
+
+@st.composite
+def gpu_node_lists(draw: st.DrawFn) -> list[NodeInfo]:
+    """Up to six nodes with realistic GPU labels, in API order."""
+    count = draw(st.integers(min_value=0, max_value=6))
+    return [draw(_gpu_node(i)) for i in range(count)]
+
+
+@st.composite
+def accelerator_requests(draw: st.DrawFn) -> str:
+    """``NAME:N`` near the labelled names, plus the odd malformed or arbitrary request."""
+    name = draw(st.one_of(st.sampled_from(REQUEST_NAMES), st.text(max_size=12)))
+    form = draw(st.sampled_from(("count", "bare", "junk")))
+    if form == "bare":
+        return name
+    if form == "junk":
+        return f"{name}:{draw(st.text(max_size=4))}"
+    return f"{name}:{draw(st.integers(min_value=0, max_value=16))}"

@@ -1,13 +1,14 @@
-"""``npa skypilot …``: bootstrap and status of the pinned SkyPilot (cli.md §2).
+"""``npa skypilot …``: bootstrap, status and verify of the pinned SkyPilot (cli.md §2).
 
 Each command parses its options, calls one function of
-``npa_infra.skypilot.bootstrap`` or ``npa_infra.skypilot.status`` and renders
+``npa_infra.skypilot.bootstrap``, ``.status`` or ``.verify`` and renders
 the result. Those modules are imported inside the command bodies so that
 ``npa --help`` stays fast.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -17,6 +18,7 @@ from npa_infra.cli import output
 if TYPE_CHECKING:
     from npa_infra.skypilot.bootstrap import BootstrapReport
     from npa_infra.skypilot.status import StatusReport
+    from npa_infra.skypilot.verify import VerifyReport
 
 __all__ = ["app"]
 
@@ -120,3 +122,63 @@ def _render_status(report: StatusReport) -> None:
         output.warn(f"warning: {line}")
     for line in report.remedies:
         output.warn(f"Hint: {line}")
+
+
+@app.command("verify")
+def verify_cmd(
+    cluster: Annotated[
+        str,
+        typer.Option(
+            "--cluster", "--context", help="The exact kubeconfig context.", show_default=False
+        ),
+    ],
+    kubeconfig: Annotated[
+        Path | None,
+        typer.Option("--kubeconfig", help="Kubeconfig file (else the first KUBECONFIG file)."),
+    ] = None,
+    stack: Annotated[
+        str | None,
+        typer.Option("--stack", "-p", "--project", help="Stack whose SkyPilot config to read."),
+    ] = None,
+    sky_bin: Annotated[
+        str | None,
+        typer.Option("--sky-bin", help="The sky binary (else NPA_SKYPILOT_BIN, config)."),
+    ] = None,
+    output_format: Annotated[
+        str | None, typer.Option("--output-format", help="text | json")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check that SkyPilot can launch on the context: kubeconfig, /readyz, namespace,
+    ServiceAccount, the kubernetes client pin, stale IAM tokens. Exit 0 ok, 1 failed."""
+    from npa_infra.errors import UsageError
+    from npa_infra.skypilot import verify
+
+    if output_format and output_format.lower() not in ("text", "json"):
+        output.fail(
+            UsageError(f"invalid --output-format {output_format!r}", remedy="use text or json"),
+            as_json=False,
+        )
+    json_out = as_json or (output_format or "").lower() == "json"
+    report = verify.verify(
+        cluster,
+        kubeconfig_path=kubeconfig,
+        stack=stack,
+        sky_bin=sky_bin,
+        on_sample=None if json_out else (lambda p: output.warn(p.text())),
+    )
+    if json_out:
+        output.emit_json(report.model_dump(mode="json"))
+    else:
+        _render_verify(report)
+    raise typer.Exit(report.exit_code)
+
+
+def _render_verify(report: VerifyReport) -> None:
+    output.out(f"context: {report.context} ({report.kubeconfig or 'no kubeconfig'})")
+    for check in report.checks:
+        output.out(f"{'ok' if check.ok else 'FAILED':6} {check.name}: {check.detail}")
+    output.out(f"verify: {report.status}")
+    for check in report.checks:
+        if not check.ok and check.remedy:
+            output.warn(f"Hint: {check.remedy}")

@@ -1,4 +1,4 @@
-"""``npa workbench workflow …``: validate-spec, plan-spec, submit.
+"""``npa workbench workflow …``: validate-spec, plan-spec, submit, gpus.
 
 Each command parses its options, calls one function of
 ``npa_infra.workflow.api`` and renders the result. The SDK is imported inside
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from npa_infra.cli import output
+from npa_infra.cli import gpus, output
 
 if TYPE_CHECKING:
     from npa_infra.workflow.api import PlanReport
@@ -25,6 +25,8 @@ app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
 )
+
+app.command("gpus")(gpus.gpus_cmd)
 
 SpecArg = Annotated[Path, typer.Argument(help="Path to an npa.workflow spec.", show_default=False)]
 VarOpt = Annotated[
@@ -150,6 +152,15 @@ def _print_submit(report: "SubmitReport") -> None:
             output.out(
                 f"  {number:02d}. {task.get('name')}  {image or '(no image: staged source)'}"
             )
+    gpu = report.accelerators
+    if gpu is not None and gpu.status == "resolved":
+        for item in gpu.steps:
+            res = item.resolution
+            target = f" -> {res.resolved}" if res.resolved != res.requested else ""
+            output.out(f"accelerator {item.state}: {res.requested}{target} ({res.display()})")
+        output.out(f"accelerators: {gpu.reason}")
+    elif gpu is not None and gpu.context:
+        output.out(f"accelerators: not resolved ({gpu.reason})")
     for hint in report.secret_env_hints:
         state = "set" if hint["available"] else "NOT SET"
         output.out(f"secret {hint['name']}: {state} (passed by name at launch, never written)")
@@ -196,6 +207,13 @@ def submit(
     no_accept_eula: Annotated[
         bool, typer.Option("--no-accept-eula", help="Clear ACCEPT_EULA=Y.")
     ] = False,
+    no_resolve_accelerators: Annotated[
+        bool,
+        typer.Option(
+            "--no-resolve-accelerators",
+            help="Submit the spec's GPU names verbatim (skip the cluster's GPU catalog).",
+        ),
+    ] = False,
     render_dir: Annotated[
         Path | None, typer.Option("--render-dir", help="Where rendered YAML is written.")
     ] = None,
@@ -233,6 +251,7 @@ def submit(
             accept_eula=not no_accept_eula,
             render_dir=render_dir,
             catalog_path=catalog,
+            resolve_accelerators=not no_resolve_accelerators,
         )
         report = submission.submit(spec, opts)
     if json_out:

@@ -1,8 +1,15 @@
 """``submit``: plan, render and write the SkyPilot YAML of a spec or raw task.
 
 Only ``--plan-only`` is available in this version; a live submit checks its
-inputs (secrets, decisions) and then stops before anything is launched,
-because launching belongs to the journaled launch transaction.
+inputs (secrets, decisions, GPU requests) and then stops before anything is
+launched, because launching belongs to the journaled launch transaction.
+
+With an exact ``--infra k8s/<ctx>``, GPU requests are resolved against that
+context's GPU catalog before rendering (``accelerators.resolve_for_plan``):
+each step is rendered with the name SkyPilot matches there, and a request
+the cluster cannot satisfy fails here, locally. The fingerprint and the
+``plan`` in the JSON stay those of the spec; the remap is reported under
+``accelerators``.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from npa_infra.plan.model import Plan, PlanError
 from npa_infra.render import documents, images, raw
 from npa_infra.render.tasks import RenderSettings, secret_names_for_image
 from npa_infra.spec.model import ExecutionMode
-from npa_infra.workflow import api, credentials, identity, loading, stackfile
+from npa_infra.workflow import accelerators, api, credentials, identity, loading, stackfile
 from npa_infra.workflow.fingerprint import plan_fingerprint
 
 __all__ = ["SubmitOptions", "SubmitReport", "submit"]
@@ -46,6 +53,7 @@ class SubmitOptions:
     render_dir: Path | None = None
     catalog_path: Path | None = None
     project_root: Path = field(default_factory=Path.cwd)
+    resolve_accelerators: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +69,7 @@ class SubmitReport:
     source: dict[str, Any]
     infrastructure: dict[str, Any]
     bucket_is_placeholder: bool = False
+    accelerators: accelerators.AcceleratorOutcome | None = None
     exit_code: int = 0
 
     def to_json(self) -> dict[str, Any]:
@@ -85,6 +94,10 @@ class SubmitReport:
                 "reason": "registry preflight is not available in this version",
             },
             "infrastructure": self.infrastructure,
+            "accelerators": self.accelerators.to_json() if self.accelerators else [],
+            "accelerator_resolution": self.accelerators.summary_json()
+            if self.accelerators
+            else {"status": "skipped", "reason": "raw SkyPilot task", "context": None},
             "plan": self.plan.to_json() if self.plan else None,
             "skypilot_yaml": [
                 {
@@ -125,9 +138,20 @@ def _write(jobs: list[documents.RenderedJob], directory: Path) -> list[str]:
 
 
 def submit(
-    spec_path: Path, options: SubmitOptions, *, env: Mapping[str, str] | None = None
+    spec_path: Path,
+    options: SubmitOptions,
+    *,
+    env: Mapping[str, str] | None = None,
+    cluster_factory: accelerators.ClusterFactory | None = None,
 ) -> SubmitReport:
-    """Plan and render a spec (or raw SkyPilot YAML); only ``plan_only`` is available yet."""
+    """Plan and render a spec (or raw SkyPilot YAML); only ``plan_only`` is available yet.
+
+    Raises:
+        SpecError, UsageError, RenderError: the spec, the options or the rendering.
+        PreflightError: a GPU request the ``--infra`` context cannot satisfy.
+        KubeError: reading that context's GPU catalog failed.
+        NotYetAvailableError: a live launch was asked for.
+    """
     environ = os.environ if env is None else env
     if options.run_id and options.resume_run:
         raise UsageError(
@@ -185,6 +209,13 @@ def submit(
         or environ.get("NPA_REGISTRY")
         or pins.DEFAULT_REGISTRY
     )
+    gpu = accelerators.resolve_for_plan(
+        plan,
+        infra=options.infra,
+        enabled=options.resolve_accelerators,
+        env=environ,
+        cluster_factory=cluster_factory,
+    )
     src = environ.get("NPA_SRC_S3_URI") or environ.get("NPA_E2E_NPA_SRC_S3_URI") or ""
     settings = RenderSettings(
         workflow=spec.name,
@@ -198,7 +229,7 @@ def submit(
         gpu_memory=environ.get("NPA_WORKFLOW_GPU_MEMORY", ""),
     )
     jobs = documents.render_plan(
-        plan, settings, runtime=runtime, max_concurrency_cap=options.max_concurrency
+        gpu.plan, settings, runtime=runtime, max_concurrency_cap=options.max_concurrency
     )
     if not options.plan_only:
         raise NotYetAvailableError(
@@ -223,6 +254,7 @@ def submit(
         source={"status": "selected" if src else "not_required", "uri": src or None},
         infrastructure=_infrastructure(options, stack, runtime),
         bucket_is_placeholder=context.bucket_is_placeholder(plan.config),
+        accelerators=gpu,
     )
 
 

@@ -94,8 +94,19 @@ def test_npa_help_fresh_interpreter_loads_no_heavy_module(tmp_path: Path) -> Non
         ["skypilot", "--help"],
         ["skypilot", "bootstrap", "--help"],
         ["skypilot", "status", "--help"],
+        ["workbench", "workflow", "gpus", "--help"],
+        ["skypilot", "verify", "--help"],
     ],
-    ids=["workbench", "workflow", "submit", "skypilot", "skypilot-bootstrap", "skypilot-status"],
+    ids=[
+        "workbench",
+        "workflow",
+        "submit",
+        "skypilot",
+        "skypilot-bootstrap",
+        "skypilot-status",
+        "workflow-gpus",
+        "skypilot-verify",
+    ],
 )
 def test_subcommand_help_fresh_interpreter_loads_no_heavy_module(
     tmp_path: Path, args: list[str]
