@@ -16,7 +16,7 @@ ifneq ($(wildcard $(SHARED)/design/tool-catalog.json),)
 export NPA_TOOL_CATALOG ?= $(SHARED)/design/tool-catalog.json
 endif
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean kubectl
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,7 +33,12 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-test: lint
+# The Kubernetes API double's tests also drive kubectl (kubernetes.md §10); Debian ships it
+# as kubernetes-client, so a fresh machine gets it here.
+kubectl:
+	@command -v kubectl >/dev/null || (apt-get update && apt-get install -y kubernetes-client)
+
+test: lint kubectl
 	$(BIN)/python -m pytest
 
 # The benchmark compares against `sky --help` of the bootstrapped SkyPilot when one exists
