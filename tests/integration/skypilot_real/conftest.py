@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import signal
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -122,22 +123,27 @@ def record(name: str, text: str) -> None:
 def _host_lock() -> Iterator[None]:
     """Exclusive use of the fixed API port among real-SkyPilot test sessions on this host."""
     fd = os.open(HOST_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+
+    def give_up(_signum: int, _frame: object) -> None:
+        raise TimeoutError
+
+    previous = signal.signal(signal.SIGALRM, give_up)
     try:
-        deadline = time.monotonic() + HOST_LOCK_TIMEOUT
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    pytest.fail(
-                        f"another real-SkyPilot test session has held {HOST_LOCK} for "
-                        f"{HOST_LOCK_TIMEOUT:.0f}s; wait for it to finish and rerun",
-                        pytrace=False,
-                    )
-                time.sleep(1.0)
+        # Block on the lock itself (no polling); the alarm bounds the wait.
+        signal.setitimer(signal.ITIMER_REAL, HOST_LOCK_TIMEOUT)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except TimeoutError:
+            pytest.fail(
+                f"another real-SkyPilot test session has held {HOST_LOCK} for "
+                f"{HOST_LOCK_TIMEOUT:.0f}s; wait for it to finish and rerun",
+                pytrace=False,
+            )
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
         yield
     finally:
+        signal.signal(signal.SIGALRM, previous)
         os.close(fd)
 
 
