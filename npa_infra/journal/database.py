@@ -1,0 +1,167 @@
+"""The journal's SQLite file: opened privately, configured for durability, errors translated.
+
+``connect`` decides how the file may be opened: the npa home and missing
+parents are created 0700, the database and its ``-wal``/``-shm`` siblings are
+0600 regular files owned by the current user, and a symlink at any of those
+paths is refused (a link could point the journal at another user's file).
+The connection runs in autocommit mode (every transaction is an explicit
+``BEGIN IMMEDIATE`` … ``COMMIT`` in store.py) with ``journal_mode=WAL``,
+``synchronous=FULL`` (a commit is on disk before it returns, so a SIGKILL or
+power loss keeps every committed step), ``foreign_keys=ON`` and a
+``BUSY_TIMEOUT_S`` wait for other writers; then the schema is migrated.
+
+``translate`` is the one place SQLite errors become ours (style.md rule 8):
+result codes that describe the environment (busy, disk full, read-only,
+I/O, corrupt, not a database) become ``ConfigError`` with a remedy; anything
+else (constraint and trigger aborts from schema.py, SQL or API misuse) is a
+bug, ``InvariantError``.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+from pathlib import Path
+
+from npa_infra.errors import ConfigError, InvariantError
+from npa_infra.journal import schema
+
+__all__ = ["BUSY_TIMEOUT_S", "ENVIRONMENT_CODES", "connect", "siblings", "translate"]
+
+BUSY_TIMEOUT_S = 10.0
+
+# SQLite primary result codes that describe the environment: (what happened, remedy).
+ENVIRONMENT_CODES: dict[str, tuple[str, str]] = {
+    "SQLITE_BUSY": ("is locked by another npa process", "retry once the other command ends"),
+    "SQLITE_LOCKED": ("is locked by another npa process", "retry once the other command ends"),
+    "SQLITE_FULL": ("cannot grow: the disk is full", "free disk space, then rerun the command"),
+    "SQLITE_READONLY": ("is read-only", "make it writable by you (chmod u+w), then rerun"),
+    "SQLITE_PERM": ("is not accessible", "check its ownership and permissions, then rerun"),
+    "SQLITE_CANTOPEN": ("cannot be opened", "check the npa home's permissions, then rerun"),
+    "SQLITE_IOERR": ("hit a disk I/O error", "check the disk, then rerun the command"),
+    "SQLITE_NOLFS": ("exceeds the file-size limit", "move NPA_HOME to a larger file system"),
+    "SQLITE_PROTOCOL": ("lost a locking race", "rerun the command"),
+    "SQLITE_CORRUPT": (
+        "is corrupt",
+        "move it aside (its runs can no longer be resumed); npa starts a new journal",
+    ),
+    "SQLITE_NOTADB": (
+        "is not an SQLite database",
+        "move it aside; npa starts a new journal on the next command",
+    ),
+}
+
+
+def siblings(path: Path) -> tuple[Path, Path, Path]:
+    """The database file and the ``-wal`` and ``-shm`` files SQLite keeps beside it."""
+    return path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open, configure and migrate the journal at ``path``.
+
+    Raises:
+        ConfigError: an unusable home, a symlinked or foreign file, a corrupt
+            or newer-version database, or a file system without WAL support.
+    """
+    _prepare_file(path)
+    old_umask = os.umask(0o077)  # the -wal/-shm files SQLite creates stay private
+    conn: sqlite3.Connection | None = None
+    try:
+        conn = sqlite3.connect(
+            str(path),
+            timeout=BUSY_TIMEOUT_S,
+            isolation_level=None,  # autocommit: every transaction is explicit
+            check_same_thread=False,  # the Journal serialises threads itself
+        )
+        conn.row_factory = sqlite3.Row
+        _configure(conn, path)
+        schema.migrate(conn, source=str(path))
+        for sibling in siblings(path)[1:]:
+            _make_private(sibling)
+    except BaseException as exc:
+        if conn is not None:
+            conn.close()
+        if isinstance(exc, sqlite3.Error):
+            raise translate(exc, "open", path) from exc
+        raise
+    finally:
+        os.umask(old_umask)
+    return conn
+
+
+def translate(exc: sqlite3.Error, label: str, path: Path) -> ConfigError | InvariantError:
+    """Map an SQLite error raised during ``label`` to the error tree."""
+    name = str(getattr(exc, "sqlite_errorname", "") or "")
+    for code, (what, remedy) in ENVIRONMENT_CODES.items():
+        if name == code or name.startswith(code + "_"):
+            return ConfigError(
+                f"the journal {path} {what} ({label})",
+                remedy=remedy,
+                details={"sqlite_error": name, "step": label, "journal": str(path)},
+            )
+    # Constraint and trigger aborts (schema.py), SQL or API misuse: bugs.
+    return InvariantError(f"journal {label} failed: {name or type(exc).__name__}: {exc}")
+
+
+def _prepare_file(path: Path) -> None:
+    old_umask = os.umask(0o077)
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot create the npa home {path.parent}: {exc.strerror}",
+            remedy="set NPA_HOME to a directory you can write, or create it (mkdir -m 700)",
+        ) from exc
+    finally:
+        os.umask(old_umask)
+    for sibling in siblings(path):
+        if sibling.is_symlink():
+            raise ConfigError(
+                f"the journal file {sibling} is a symlink; npa refuses to follow it",
+                remedy=f"replace the link with the real file (or remove it): rm {sibling}",
+            )
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot open the journal {path}: {exc.strerror}",
+            remedy=f"check the ownership and permissions of {path.parent}",
+        ) from exc
+    try:
+        _check_private(path, os.fstat(fd))
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+
+
+def _check_private(path: Path, info: os.stat_result) -> None:
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
+        raise ConfigError(
+            f"the journal file {path} is not a regular file owned by you",
+            remedy=f"move {path} aside; npa creates a new journal on the next command",
+        )
+
+
+def _make_private(path: Path) -> None:
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return
+    _check_private(path, info)
+    if stat.S_IMODE(info.st_mode) != 0o600:
+        path.chmod(0o600)
+
+
+def _configure(conn: sqlite3.Connection, path: Path) -> None:
+    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+    mode = str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]).lower()
+    if mode != "wal":
+        raise ConfigError(
+            f"the journal {path} cannot use write-ahead logging (journal_mode={mode})",
+            remedy="point NPA_HOME at a local disk; network file systems cannot hold the journal",
+        )
+    conn.execute("PRAGMA synchronous = FULL")
+    conn.execute("PRAGMA foreign_keys = ON")

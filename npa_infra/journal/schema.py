@@ -1,0 +1,256 @@
+"""The journal's SQL schema and its migrations.
+
+``MIGRATIONS[i]`` takes a database from schema version ``i`` to ``i + 1``;
+``meta.schema_version`` records how many have been applied (0 for an empty
+file). ``migrate`` applies the missing ones in order, each inside its own
+``BEGIN IMMEDIATE`` transaction that re-reads the version first, so two
+processes opening a fresh journal at once apply each migration exactly once,
+and a crash mid-migration leaves the previous version intact. A database
+whose version is newer than ``len(MIGRATIONS)`` was written by a newer
+npa-infra; it is refused rather than guessed at.
+
+The triggers are the journal's invariants, enforced by SQLite itself so
+that no code path (ours or a hand-written ``sqlite3`` session) can break
+them: an attempt's identity never changes and an adopted job id is never
+replaced (one live launch per attempt); ``launch_sequence`` never decreases;
+checkpoints and events are append-only; runs, attempts and transactions are
+never deleted. A trigger abort surfaces as ``sqlite3.IntegrityError`` whose
+text starts with ``npa:``.
+
+Version 1 is the base schema; version 2 adds the indexes the read paths use.
+``COLUMNS`` and ``insert`` give store.py its column lists and ``INSERT`` text,
+so the SQL naming columns lives in this one module.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from npa_infra.errors import ConfigError
+
+__all__ = [
+    "COLUMNS",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "current_version",
+    "insert",
+    "migrate",
+    "statements",
+]
+
+_V1_TABLES = """
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY NOT NULL,
+    value TEXT NOT NULL
+);
+CREATE TABLE runs (
+    run_id          TEXT PRIMARY KEY NOT NULL,
+    stack           TEXT,
+    workflow        TEXT NOT NULL,
+    mode            TEXT NOT NULL CHECK (mode IN ('one-shot', 'runtime', 'raw')),
+    spec_path       TEXT NOT NULL,
+    fingerprint     TEXT NOT NULL,
+    resume_argv     TEXT NOT NULL,
+    status          TEXT NOT NULL,
+    lifecycle_state TEXT NOT NULL,
+    created_at      REAL NOT NULL,
+    updated_at      REAL NOT NULL,
+    data            TEXT NOT NULL
+);
+CREATE TABLE waves (
+    run_id     TEXT NOT NULL REFERENCES runs (run_id),
+    wave_index INTEGER NOT NULL CHECK (wave_index >= 0),
+    key        TEXT NOT NULL,
+    name       TEXT NOT NULL,
+    kind       TEXT NOT NULL,
+    states     TEXT NOT NULL,
+    status     TEXT NOT NULL,
+    budgets    TEXT NOT NULL,
+    updated_at REAL NOT NULL,
+    PRIMARY KEY (run_id, wave_index)
+);
+CREATE TABLE attempts (
+    run_id            TEXT NOT NULL,
+    wave_index        INTEGER NOT NULL,
+    attempt           INTEGER NOT NULL CHECK (attempt >= 1),
+    job_name          TEXT NOT NULL,
+    logical_launch_id TEXT NOT NULL UNIQUE,
+    created_at        REAL NOT NULL,
+    status            TEXT NOT NULL,
+    job_id            INTEGER,
+    sky_status        TEXT,
+    data              TEXT NOT NULL,
+    updated_at        REAL NOT NULL,
+    PRIMARY KEY (run_id, wave_index, attempt),
+    FOREIGN KEY (run_id, wave_index) REFERENCES waves (run_id, wave_index)
+);
+CREATE TABLE transactions (
+    logical_launch_id TEXT PRIMARY KEY NOT NULL REFERENCES attempts (logical_launch_id),
+    run_id            TEXT NOT NULL,
+    wave_index        INTEGER NOT NULL,
+    attempt           INTEGER NOT NULL,
+    launch_sequence   INTEGER NOT NULL CHECK (launch_sequence >= 0),
+    state             TEXT NOT NULL,
+    phase             TEXT,
+    category          TEXT,
+    recovery_decision TEXT,
+    operator_remedy   TEXT,
+    existence         TEXT,
+    job_id            INTEGER,
+    record            TEXT NOT NULL,
+    updated_at        REAL NOT NULL,
+    FOREIGN KEY (run_id, wave_index, attempt) REFERENCES attempts (run_id, wave_index, attempt)
+);
+CREATE TABLE checkpoints (
+    id                INTEGER PRIMARY KEY AUTOINCREMENT,
+    logical_launch_id TEXT NOT NULL REFERENCES transactions (logical_launch_id),
+    launch_sequence   INTEGER NOT NULL,
+    state             TEXT NOT NULL,
+    record            TEXT NOT NULL,
+    at                REAL NOT NULL
+);
+CREATE TABLE events (
+    id     INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL REFERENCES runs (run_id),
+    at     REAL NOT NULL,
+    kind   TEXT NOT NULL,
+    data   TEXT NOT NULL
+);
+"""
+
+_V1_TRIGGERS = """
+CREATE TRIGGER runs_identity_immutable BEFORE UPDATE ON runs
+WHEN NEW.run_id IS NOT OLD.run_id OR NEW.stack IS NOT OLD.stack
+  OR NEW.workflow IS NOT OLD.workflow OR NEW.mode IS NOT OLD.mode
+  OR NEW.fingerprint IS NOT OLD.fingerprint OR NEW.created_at IS NOT OLD.created_at
+BEGIN SELECT RAISE(ABORT, 'npa: a run''s identity is immutable'); END;
+CREATE TRIGGER runs_no_delete BEFORE DELETE ON runs
+BEGIN SELECT RAISE(ABORT, 'npa: runs are never deleted'); END;
+CREATE TRIGGER attempts_identity_immutable BEFORE UPDATE ON attempts
+WHEN NEW.run_id IS NOT OLD.run_id OR NEW.wave_index IS NOT OLD.wave_index
+  OR NEW.attempt IS NOT OLD.attempt OR NEW.job_name IS NOT OLD.job_name
+  OR NEW.logical_launch_id IS NOT OLD.logical_launch_id OR NEW.created_at IS NOT OLD.created_at
+BEGIN SELECT RAISE(ABORT, 'npa: an attempt''s identity is immutable'); END;
+CREATE TRIGGER attempts_job_id_adopted BEFORE UPDATE OF job_id ON attempts
+WHEN OLD.job_id IS NOT NULL AND NEW.job_id IS NOT OLD.job_id
+BEGIN SELECT RAISE(ABORT, 'npa: an attempt''s adopted job id never changes'); END;
+CREATE TRIGGER attempts_no_delete BEFORE DELETE ON attempts
+BEGIN SELECT RAISE(ABORT, 'npa: attempts are never deleted'); END;
+CREATE TRIGGER transactions_identity_immutable BEFORE UPDATE ON transactions
+WHEN NEW.logical_launch_id IS NOT OLD.logical_launch_id OR NEW.run_id IS NOT OLD.run_id
+  OR NEW.wave_index IS NOT OLD.wave_index OR NEW.attempt IS NOT OLD.attempt
+BEGIN SELECT RAISE(ABORT, 'npa: a transaction''s identity is immutable'); END;
+CREATE TRIGGER transactions_sequence_monotonic BEFORE UPDATE OF launch_sequence ON transactions
+WHEN NEW.launch_sequence < OLD.launch_sequence
+BEGIN SELECT RAISE(ABORT, 'npa: launch_sequence may never decrease'); END;
+CREATE TRIGGER transactions_no_delete BEFORE DELETE ON transactions
+BEGIN SELECT RAISE(ABORT, 'npa: transactions are never deleted'); END;
+CREATE TRIGGER checkpoints_append_only_update BEFORE UPDATE ON checkpoints
+BEGIN SELECT RAISE(ABORT, 'npa: checkpoints are append-only'); END;
+CREATE TRIGGER checkpoints_append_only_delete BEFORE DELETE ON checkpoints
+BEGIN SELECT RAISE(ABORT, 'npa: checkpoints are append-only'); END;
+CREATE TRIGGER events_append_only_update BEFORE UPDATE ON events
+BEGIN SELECT RAISE(ABORT, 'npa: events are append-only'); END;
+CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
+BEGIN SELECT RAISE(ABORT, 'npa: events are append-only'); END;
+"""
+
+_V2_INDEXES = """
+CREATE INDEX runs_by_updated ON runs (updated_at DESC, run_id DESC);
+CREATE INDEX events_by_run ON events (run_id, id);
+CREATE INDEX checkpoints_by_launch ON checkpoints (logical_launch_id, id);
+CREATE INDEX transactions_by_run ON transactions (run_id, wave_index, attempt);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1_TABLES + _V1_TRIGGERS, _V2_INDEXES)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+# The columns the Journal writes, per table, in DDL order.
+COLUMNS: dict[str, tuple[str, ...]] = {
+    table: tuple(names.split())
+    for table, names in {
+        "runs": "run_id stack workflow mode spec_path fingerprint resume_argv status "
+        "lifecycle_state created_at updated_at data",
+        "waves": "run_id wave_index key name kind states status budgets updated_at",
+        "attempts": "run_id wave_index attempt job_name logical_launch_id created_at status "
+        "job_id sky_status data updated_at",
+        "transactions": "logical_launch_id run_id wave_index attempt launch_sequence state "
+        "phase category recovery_decision operator_remedy existence job_id record updated_at",
+    }.items()
+}
+
+
+def insert(table: str, *, upsert_on: tuple[str, ...] = ()) -> str:
+    """``INSERT`` of all ``COLUMNS[table]`` as named parameters; an upsert on ``upsert_on``."""
+    columns = COLUMNS[table]
+    names, values = ", ".join(columns), ", ".join(":" + c for c in columns)
+    sql = f"INSERT INTO {table} ({names}) VALUES ({values})"
+    if upsert_on:
+        sets = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in upsert_on)
+        sql += f" ON CONFLICT ({', '.join(upsert_on)}) DO UPDATE SET {sets}"
+    return sql
+
+
+def statements(script: str) -> list[str]:
+    """Split a script into complete statements (trigger bodies keep their ``;``).
+
+    ``executescript`` would commit on its own, so migrations run statement by
+    statement inside the caller's transaction instead.
+    """
+    out: list[str] = []
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            out.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        out.append(buffer.strip())  # let SQLite report the incomplete statement
+    return out
+
+
+def current_version(conn: sqlite3.Connection) -> int:
+    """The applied schema version: 0 for a database without ``meta``."""
+    found = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+    ).fetchone()
+    if found is None:
+        return 0
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    return int(row[0]) if row is not None else 0
+
+
+def migrate(conn: sqlite3.Connection, *, target: int = SCHEMA_VERSION, source: str = "") -> int:
+    """Apply ``MIGRATIONS`` up to ``target``, one transaction each; return the version.
+
+    ``conn`` must be in autocommit mode (``isolation_level=None``).
+
+    Raises:
+        ConfigError: the database is newer than this npa-infra.
+    """
+    while True:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = current_version(conn)
+            if version > SCHEMA_VERSION:
+                raise ConfigError(
+                    f"the journal {source or '(database)'} has schema version {version}, newer "
+                    f"than this npa-infra understands ({SCHEMA_VERSION})",
+                    remedy="upgrade npa-infra (pip install -U npa-infra) and rerun the command",
+                    details={"schema_version": version, "supported": SCHEMA_VERSION},
+                )
+            if version >= target:
+                conn.execute("COMMIT")
+                return version
+            for statement in statements(MIGRATIONS[version]):
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (str(version + 1),),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
