@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from npa_infra.kube.models import NodeInfo, ReadyzSample
+from npa_infra.kube.models import NodeInfo, PodObservation, ReadyzSample
 
 __all__ = ["KubeCluster"]
 
@@ -21,3 +21,9 @@ class KubeCluster(Protocol):
     def namespace_exists(self, name: str) -> bool: ...
 
     def service_account_exists(self, namespace: str, name: str) -> bool: ...
+
+    def job_pods(
+        self, job_id: int, *, cluster_name: str | None = None, namespace: str | None = None
+    ) -> list[PodObservation]:
+        """Managed job ``job_id``'s pods (kubernetes.md §6.1), sorted by namespace and name."""
+        ...

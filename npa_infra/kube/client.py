@@ -18,19 +18,40 @@ import contextlib
 import copy
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from npa_infra.errors import KubeError
-from npa_infra.kube import failures, kubeconfig
-from npa_infra.kube.models import KubeErrorKind, NodeInfo, ReadyzSample, Taint
+from npa_infra.gpus import labels
+from npa_infra.kube import failures, kubeconfig, pending
+from npa_infra.kube.models import (
+    ContainerTerminated,
+    ContainerWaiting,
+    KubeErrorKind,
+    NodeInfo,
+    PodCondition,
+    PodEvent,
+    PodObservation,
+    ReadyzSample,
+    Taint,
+)
 
 if TYPE_CHECKING:
-    from kubernetes.client import ApiClient, Configuration, V1Node
+    from kubernetes.client import (
+        ApiClient,
+        Configuration,
+        CoreV1Api,
+        V1ContainerStatus,
+        V1Node,
+        V1Pod,
+        V1PodList,
+        V1ResourceRequirements,
+    )
 
-__all__ = ["GPU_RESOURCE", "KubeApi"]
+__all__ = ["GPU_RESOURCE", "KubeApi", "node_info", "pod_observation"]
 
 GPU_RESOURCE = "nvidia.com/gpu"
 _BODY_CAP = 200
@@ -162,7 +183,89 @@ class KubeApi:
             return self._absent_or_raise(exc, f"read serviceaccount {namespace}/{name}")
         return True
 
+    def job_pods(
+        self, job_id: int, *, cluster_name: str | None = None, namespace: str | None = None
+    ) -> list[PodObservation]:
+        """The pods of managed job ``job_id``, with their Warning events (kubernetes.md §6.1, §6.2).
+
+        With ``cluster_name`` (the queue's ``cluster_name_on_cloud``, never
+        ``current_cluster_name``) the selector is ``skypilot-cluster-name=<it>``;
+        without it, the bare key, keeping values whose ``-`` components include
+        the exact id. Every namespace, or only ``namespace``. Controller pods
+        are never returned. Events are read only for pods that may be blocked.
+
+        Raises:
+            KubeError: any failure, by kind.
+        """
+        from kubernetes.client import CoreV1Api
+
+        core = CoreV1Api(self._client())
+        label = pending.CLUSTER_LABEL
+        selector = f"{label}={cluster_name}" if cluster_name else label
+        found: list[PodObservation] = []
+        for pod in self._list_pods(core, selector, namespace):
+            observed = pod_observation(pod)
+            value = observed.label(label) or ""
+            if pending.is_controller_pod(observed.name, observed.labels):
+                continue
+            if cluster_name is None and not pending.job_label_matches(value, job_id):
+                continue  # kubernetes.md §6.1: a whole component, never a substring
+            if observed.phase not in ("Running", "Succeeded"):
+                observed = replace(observed, events=self._warning_events(core, observed))
+            found.append(observed)
+        return sorted(found, key=lambda p: (p.namespace, p.name))
+
     # -- internals -------------------------------------------------------------
+    def _list_pods(self, core: CoreV1Api, selector: str, namespace: str | None) -> list[V1Pod]:
+        where = f"namespace {namespace}" if namespace else "all namespaces"
+        items: list[V1Pod] = []
+        token: str | None = None
+        while True:
+            try:
+                page: V1PodList
+                if namespace:
+                    page = core.list_namespaced_pod(
+                        namespace,
+                        label_selector=selector,
+                        limit=_PAGE,
+                        _continue=token,
+                        _request_timeout=self._request_timeout,
+                    )
+                else:
+                    page = core.list_pod_for_all_namespaces(
+                        label_selector=selector,
+                        limit=_PAGE,
+                        _continue=token,
+                        _request_timeout=self._request_timeout,
+                    )
+            except failures.upstream_errors() as exc:
+                operation = f"list pods -l {selector} in {where}"
+                raise failures.translate(exc, context=self.context, operation=operation) from exc
+            items.extend(page.items or [])
+            token = page.metadata._continue if page.metadata is not None else None
+            if not token:
+                return items
+
+    def _warning_events(self, core: CoreV1Api, pod: PodObservation) -> tuple[PodEvent, ...]:
+        """The pod's Warning events by ``involvedObject.name`` and uid, oldest first (§6.2)."""
+        try:
+            listed = core.list_namespaced_event(
+                pod.namespace,
+                field_selector=f"involvedObject.name={pod.name}",
+                _request_timeout=self._request_timeout,
+            )
+        except failures.upstream_errors() as exc:
+            operation = f"list events of pod {pod.ref}"
+            raise failures.translate(exc, context=self.context, operation=operation) from exc
+        events = []
+        for event in listed.items or []:
+            involved = event.involved_object
+            if event.type != "Warning" or (pod.uid and involved.uid and involved.uid != pod.uid):
+                continue
+            stamp = event.last_timestamp or event.event_time or event.first_timestamp
+            events.append((str(stamp or ""), event.reason or "", event.message or ""))
+        return tuple(PodEvent(reason, message) for _, reason, message in sorted(events))
+
     def _sample(
         self, ok: bool, status: int | None, kind: KubeErrorKind, detail: str
     ) -> ReadyzSample:
@@ -252,6 +355,87 @@ def node_info(node: V1Node) -> NodeInfo:
         unschedulable=bool(spec is not None and spec.unschedulable),
         allocatable_gpus=_gpu_count(allocatable.get(GPU_RESOURCE)),
     )
+
+
+def pod_observation(pod: V1Pod) -> PodObservation:
+    """``V1Pod`` → ``PodObservation``: phase, conditions, container states, GPU shape."""
+    metadata, spec, status = pod.metadata, pod.spec, pod.status
+    conditions = (status.conditions if status is not None else None) or []
+    statuses = (status.container_statuses if status is not None else None) or []
+    inits = (status.init_container_statuses if status is not None else None) or []
+    containers = list(spec.containers or []) if spec is not None else []
+    return PodObservation(
+        name=(metadata.name if metadata is not None else None) or "",
+        namespace=(metadata.namespace if metadata is not None else None) or "",
+        phase=(status.phase if status is not None else None) or "Pending",
+        labels=tuple(sorted(((metadata.labels if metadata is not None else None) or {}).items())),
+        node_name=spec.node_name if spec is not None else None,
+        conditions=tuple(
+            PodCondition(c.type or "", c.status or "", c.reason or "", c.message or "")
+            for c in conditions
+        ),
+        container_waiting=_waiting(statuses),
+        init_container_waiting=_waiting(inits),
+        container_terminated=_terminated(statuses),
+        init_container_terminated=_terminated(inits),
+        uid=(metadata.uid if metadata is not None else None) or "",
+        gpu_request=sum(_container_gpus(c.resources) for c in containers),
+        gpu_selector=_gpu_selector(pod),
+    )
+
+
+def _waiting(statuses: Iterable[V1ContainerStatus]) -> tuple[ContainerWaiting, ...]:
+    return tuple(
+        ContainerWaiting(s.name, s.state.waiting.reason or "", s.state.waiting.message or "")
+        for s in statuses
+        if s.state is not None and s.state.waiting is not None
+    )
+
+
+def _terminated(statuses: Iterable[V1ContainerStatus]) -> tuple[ContainerTerminated, ...]:
+    return tuple(
+        ContainerTerminated(
+            s.name,
+            s.state.terminated.reason or "",
+            int(s.state.terminated.exit_code or 0),
+            s.state.terminated.message or "",
+        )
+        for s in statuses
+        if s.state is not None and s.state.terminated is not None
+    )
+
+
+def _container_gpus(resources: V1ResourceRequirements | None) -> int:
+    """A container's ``nvidia.com/gpu``: its limit, else its request (limits default requests)."""
+    if resources is None:
+        return 0
+    for quantities in (resources.limits, resources.requests):
+        if quantities and GPU_RESOURCE in quantities:
+            return _gpu_count(quantities[GPU_RESOURCE])
+    return 0
+
+
+def _product_key(key: str) -> bool:
+    return key in labels.PRODUCT_KEYS or "product" in key  # kubernetes.md §8.1
+
+
+def _gpu_selector(pod: V1Pod) -> tuple[tuple[str, str], ...]:
+    """``(key, value)`` the pod allows for GPU product labels: nodeSelector, required ``In`` terms."""
+    spec = pod.spec
+    if spec is None:
+        return ()
+    pairs = [(k, v) for k, v in (spec.node_selector or {}).items() if _product_key(k)]
+    node_affinity = spec.affinity.node_affinity if spec.affinity is not None else None
+    required = (
+        node_affinity.required_during_scheduling_ignored_during_execution
+        if node_affinity is not None
+        else None
+    )
+    for term in (required.node_selector_terms if required is not None else None) or []:
+        for expression in term.match_expressions or []:
+            if expression.operator == "In" and _product_key(expression.key):
+                pairs.extend((expression.key, value) for value in expression.values or [])
+    return tuple(dict.fromkeys(pairs))
 
 
 def _gpu_count(quantity: str | None) -> int:

@@ -1,11 +1,22 @@
-"""Typed Kubernetes observations the logic layers consume (kubernetes.md §1, §8)."""
+"""Typed Kubernetes observations the logic layers consume (kubernetes.md §1, §6, §8)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import NamedTuple
 
-__all__ = ["KubeErrorKind", "NodeInfo", "ReadyzSample", "Taint"]
+__all__ = [
+    "ContainerTerminated",
+    "ContainerWaiting",
+    "KubeErrorKind",
+    "NodeInfo",
+    "PodCondition",
+    "PodEvent",
+    "PodObservation",
+    "ReadyzSample",
+    "Taint",
+]
 
 
 class KubeErrorKind(StrEnum):
@@ -63,3 +74,75 @@ class NodeInfo(NamedTuple):
     ready: bool
     unschedulable: bool
     allocatable_gpus: int
+
+
+# -- pods of a managed job (kubernetes.md §6) -----------------------------------------------
+class PodCondition(NamedTuple):
+    type: str  # PodScheduled, DisruptionTarget, Ready, ...
+    status: str  # "True" | "False" | "Unknown"
+    reason: str = ""
+    message: str = ""
+
+
+class ContainerWaiting(NamedTuple):
+    """``state.waiting`` of one container (kubernetes.md §4.1)."""
+
+    container: str
+    reason: str
+    message: str = ""
+
+
+class ContainerTerminated(NamedTuple):
+    """``state.terminated`` of one container: how it last ended."""
+
+    container: str
+    reason: str
+    exit_code: int
+    message: str = ""
+
+
+class PodEvent(NamedTuple):
+    """A core/v1 Event whose ``involvedObject`` is the pod (name and uid)."""
+
+    reason: str
+    message: str
+    type: str = "Warning"
+
+
+@dataclass(frozen=True, slots=True)
+class PodObservation:
+    """One pod as supervision sees it: status signals only, never a client object.
+
+    ``labels`` are sorted ``(key, value)`` pairs. ``gpu_request`` is the pod's
+    total ``nvidia.com/gpu`` request (limits default the requests), and
+    ``gpu_selector`` the ``(key, value)`` pairs its ``nodeSelector`` and
+    required node affinity (``In``) allow for GPU product label keys
+    (kubernetes.md §3, §8.1): what the GPU shape check of §6.3 row 7 compares
+    with the catalog.
+    """
+
+    name: str
+    namespace: str
+    phase: str = "Pending"
+    labels: tuple[tuple[str, str], ...] = ()
+    node_name: str | None = None
+    conditions: tuple[PodCondition, ...] = ()
+    container_waiting: tuple[ContainerWaiting, ...] = ()
+    init_container_waiting: tuple[ContainerWaiting, ...] = ()
+    container_terminated: tuple[ContainerTerminated, ...] = ()
+    init_container_terminated: tuple[ContainerTerminated, ...] = ()
+    events: tuple[PodEvent, ...] = ()  # Warning events, oldest first
+    uid: str = ""
+    gpu_request: int = 0
+    gpu_selector: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def ref(self) -> str:
+        """``namespace/name``."""
+        return f"{self.namespace}/{self.name}"
+
+    def label(self, key: str) -> str | None:
+        return next((value for k, value in self.labels if k == key), None)
+
+    def condition(self, type_: str) -> PodCondition | None:
+        return next((c for c in self.conditions if c.type == type_), None)

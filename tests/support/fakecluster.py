@@ -1,7 +1,8 @@
 """An in-memory ``KubeCluster`` and a fake clock for unit tests (no server, no sleeping).
 
-``FakeCluster`` answers ``nodes``, ``namespace_exists`` and
-``service_account_exists`` from plain collections, scripts ``/readyz``
+``FakeCluster`` answers ``nodes``, ``namespace_exists``,
+``service_account_exists`` and ``job_pods`` (from ``pod_list``, with the real
+adapter's selection rule of kubernetes.md §6.1) from plain collections, scripts ``/readyz``
 answers (the last one repeats), can raise a ``KubeError`` from any call, and
 records every call. ``FakeClock`` is a monotonic clock whose ``sleep`` moves
 time instead of waiting, for ``readiness.wait_ready``.
@@ -13,7 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from npa_infra.errors import KubeError
-from npa_infra.kube.models import KubeErrorKind, NodeInfo, ReadyzSample, Taint
+from npa_infra.kube import pending
+from npa_infra.kube.models import KubeErrorKind, NodeInfo, PodObservation, ReadyzSample, Taint
 
 __all__ = ["FakeClock", "FakeCluster", "gpu_node", "kube_error", "ready_sample"]
 
@@ -57,6 +59,7 @@ class FakeCluster:
     node_list: list[NodeInfo] = field(default_factory=list)
     namespaces: set[str] = field(default_factory=lambda: {"default"})
     service_accounts: set[tuple[str, str]] = field(default_factory=set)
+    pod_list: list[PodObservation] = field(default_factory=list)
     readyz_script: list[ReadyzSample | KubeError] = field(default_factory=lambda: [ready_sample()])
     fail_on: dict[str, KubeError] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
@@ -85,6 +88,24 @@ class FakeCluster:
     def service_account_exists(self, namespace: str, name: str) -> bool:
         self._call("service_account_exists")
         return (namespace, name) in self.service_accounts
+
+    def job_pods(
+        self, job_id: int, *, cluster_name: str | None = None, namespace: str | None = None
+    ) -> list[PodObservation]:
+        self._call("job_pods")
+        found = []
+        for pod in self.pod_list:
+            value = pod.label(pending.CLUSTER_LABEL)
+            if value is None or (namespace is not None and pod.namespace != namespace):
+                continue
+            if pending.is_controller_pod(pod.name, pod.labels):
+                continue
+            if cluster_name is not None and value != cluster_name:
+                continue
+            if cluster_name is None and not pending.job_label_matches(value, job_id):
+                continue
+            found.append(pod)
+        return sorted(found, key=lambda p: (p.namespace, p.name))
 
     def close(self) -> None:
         self.closed = True

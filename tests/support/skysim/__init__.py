@@ -12,6 +12,7 @@ Layout:
 - ``jobs``: tasks read from YAML, scripted status timelines, queue rows;
 - ``taskfile``: the few task-YAML keys a launch needs, read without PyYAML;
 - ``faults``: scripted fault rules and the recorded error texts;
+- ``kubepods``: job pods in the Kubernetes API double (optional, below);
 - ``render``: tables and the fixed output blocks;
 - ``harness``: test-side helpers (wrapper script, fault files, state reads).
 
@@ -29,4 +30,16 @@ Faults come from the JSON file named by ``$SKYSIM_FAULTS`` (else
 ``<dir>/faults.json``): a list of rules ``{"command": "jobs.launch", "nth": 2,
 "action": "fail", ...}``; see ``faults``. The simulator records every call's
 argv and the *names* of its environment variables, never their values.
+
+Job pods (§12 "Job pods"): when ``$SKYSIM_KUBE_URL`` is set, with
+``$SKYSIM_KUBE_TOKEN``, ``$SKYSIM_KUBE_CA`` (a CA file) and
+``$SKYSIM_KUBE_NAMESPACE`` (default ``default``), every launch creates one pod
+per task through that API server (a ``FakeKube``), named
+``<cluster_name_on_cloud>-head`` and labelled
+``skypilot-cluster-name=<cluster_name_on_cloud>`` (``<task>-<id>-<user hash>``;
+like 0.12, ``-v`` queue rows leave ``cluster_name_on_cloud`` null and show
+``current_cluster_name``, ``<task>-<id>``, which is not the label). A ``pod_state``
+launch rule scripts their status and events. ``kubepods.kube_env(fake,
+context)`` returns the variables for a started ``FakeKube``. Without
+``$SKYSIM_KUBE_URL`` nothing touches the network.
 """

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any
 
-__all__ = ["api_cancel", "api_status", "down", "status"]
+__all__ = ["api_cancel", "api_logs", "api_status", "down", "status"]
 
 CONTROLLER_PREFIX = "sky-jobs-controller-"
 GLOB = set("*?[")
@@ -176,6 +176,8 @@ def status(session: Session, a: argparse.Namespace) -> int:
 def _request_status(request: dict[str, Any], state: dict[str, Any]) -> str:
     if request.get("cancelled"):
         return "CANCELLED"
+    if request.get("failed"):
+        return "FAILED"
     job = next((j for j in state["jobs"] if j["job_id"] == request.get("job_id")), None)
     if job is not None and job["visible_from_tick"] > state["tick"]:
         return "RUNNING"  # a delayed job: the launch request is still being processed
@@ -254,4 +256,19 @@ def api_cancel(session: Session, a: argparse.Namespace) -> int:
     else:
         plural = "s" if len(cancelled) > 1 else ""
         session.say(f"Cancelled {len(cancelled)} request{plural}: {', '.join(cancelled)}")
+    return 0
+
+
+def api_logs(session: Session, a: argparse.Namespace) -> int:
+    """``sky api logs ID``: a finished request's log; a failed one ends with its error."""
+    session.begin("api.logs")
+    with session.transaction() as state:
+        found = [r for r in state["requests"] if r["request_id"].startswith(a.request_id)]
+    if len(found) != 1:
+        raise Exit(1, f"ValueError: Request {a.request_id!r} not found.")
+    request = found[0]
+    session.say(f"Request {request['request_id']} ({request['name']})")
+    if request.get("failed"):
+        session.say(str(request["failed"]))
+        return 1
     return 0

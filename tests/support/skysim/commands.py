@@ -6,7 +6,7 @@ import json
 import os
 import time
 
-from . import jobs, render, store
+from . import faults, jobs, kubepods, render, store
 from .session import Exit, Session, cluster_not_up, controller_record, sha256, usage
 
 TYPE_CHECKING = False  # typing costs start-up time in every simulated call
@@ -113,6 +113,18 @@ def _run_to_end(job: jobs.Job, tick: int) -> str:
     return jobs.job_status(job, tick, now)
 
 
+def _create_pods(session: Session, job: jobs.Job, image: str | None) -> None:
+    """One pod per task through the Kubernetes API double; recorded on the job (``kubepods``)."""
+    names = [jobs.cluster_name_on_cloud(job, i) for i in range(len(job["tasks"]))]
+    records = kubepods.create_pods(
+        session.env, job, names, image_override=image, rule=session.rule("pod_state")
+    )
+    with session.transaction() as state:
+        for stored in state["jobs"]:
+            if stored["job_id"] == job["job_id"]:
+                stored["pods"] = records
+
+
 def launch(session: Session, a: argparse.Namespace) -> int:
     prog = "sky jobs launch"
     entry = " ".join(a.entrypoint)
@@ -140,6 +152,23 @@ def launch(session: Session, a: argparse.Namespace) -> int:
     import uuid
 
     request_id = str(uuid.uuid4())
+    failing = session.rule("request_fails") if a.async_call else None
+    if failing is not None:  # the server accepts the request, then it fails without a job
+        with session.transaction() as state:
+            state["requests"].append(
+                {
+                    "request_id": request_id,
+                    "name": "sky.jobs.launch",
+                    "job_id": None,
+                    "user_hash": session.user,
+                    "user_name": store.user_name(session.env),
+                    "created_at": time.time(),
+                    "cancelled": False,
+                    "failed": faults.error_text(failing, port=session.port, command="jobs.launch"),
+                }
+            )
+        session.say(*render.async_block(request_id, session.port))
+        return 0
     with session.transaction() as state:
         job = _create(session, state, spec)
         final = None
@@ -157,6 +186,8 @@ def launch(session: Session, a: argparse.Namespace) -> int:
                     "cancelled": False,
                 }
             )
+    if kubepods.enabled(session.env):  # the job's pods exist once the server has it (§12)
+        _create_pods(session, job, a.image_id)
     session.accepted()
     if a.async_call:
         session.say(*render.async_block(request_id, session.port))

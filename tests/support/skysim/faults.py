@@ -3,7 +3,7 @@
 A rule is a JSON object::
 
     {"command": "jobs.launch" | "jobs.queue" | "jobs.cancel" | "jobs.logs" | "down"
-                | "status" | "api.status" | "api.cancel" | "*",
+                | "status" | "api.status" | "api.logs" | "api.cancel" | "*",
      "nth": 2 | [1, 3],          # optional: only the n-th invocation(s) of the command
      "action": ...,              # see below
      ...parameters}
@@ -30,6 +30,17 @@ Actions and their parameters:
 - ``controller``: before acting, bring the caller's controller ``"up": true``,
   or remove it (and its jobs) with ``"up": false``.
 - ``refuse_down`` (down): report in-progress jobs even when there are none.
+- ``request_fails`` (launch with ``--async``): the request is accepted (the
+  async block is printed, exit 0) but ends FAILED without creating a job;
+  ``sky api status`` reports FAILED and ``sky api logs ID`` prints the
+  ``kind``/``stderr`` error text.
+- ``pod_state`` (launch, only with ``$SKYSIM_KUBE_URL``; see ``kubepods``): after
+  creating the job's pods, write ``pod`` into their status and events:
+  ``phase``; ``conditions`` (``[{type, status, reason, message}]``, merged by
+  type); ``waiting`` (``{reason, message}`` on every container); ``events``
+  (``[{reason, message, type="Warning"}]``). ``task`` (an index) limits it to
+  one task's pod. Example: ``{"command": "jobs.launch", "action": "pod_state",
+  "pod": {"waiting": {"reason": "ErrImagePull", "message": "… 401 Unauthorized"}}}``.
 """
 
 from __future__ import annotations

@@ -4,10 +4,11 @@ A job record in the state file::
 
     {"job_id", "controller_job_id", "name", "user_hash", "user_name",
      "execution": "single" | "serial" | "parallel",
-     "tasks": [{"task_name", "resources", "accelerators", "timeline": [...]}],
+     "tasks": [{"task_name", "resources", "accelerators", "image", "timeline": [...]}],
      "submitted_at", "start_tick", "visible_from_tick", "clock", "interval",
      "cancel": null | {"tick", "now", "delay", "delay_seconds", "immediate"},
-     "infra", "entrypoint", "failure_reason", "secrets": {NAME: {source, sha256}}}
+     "infra", "entrypoint", "failure_reason", "secrets": {NAME: {source, sha256}},
+     "pods": [{"task_id", "name", "namespace", "uid" | "error"}]}  # with $SKYSIM_KUBE_URL
 
 Statuses are a pure function of the record, the tick and the wall clock, so a
 queue answer never depends on who asked before.
@@ -30,6 +31,7 @@ __all__ = [
     "FIELDS",
     "TERMINAL",
     "VERBOSE_FIELDS",
+    "cluster_name_on_cloud",
     "job_status",
     "read_tasks",
     "row",
@@ -190,8 +192,15 @@ def read_tasks(entrypoint: str, name: str | None) -> tuple[str, str, list[dict[s
     for i, doc in enumerate(docs):
         resources, accelerators = _resources(doc)
         task_name = doc.get("name") or (job_name if len(docs) == 1 else f"task-{i}")
+        res = doc.get("resources")
+        image = res.get("image_id") if isinstance(res, dict) else None
         tasks.append(
-            {"task_name": str(task_name), "resources": resources, "accelerators": accelerators}
+            {
+                "task_name": str(task_name),
+                "resources": resources,
+                "accelerators": accelerators,
+                "image": image or None,
+            }
         )
     return str(job_name), execution, tasks
 
@@ -272,6 +281,11 @@ def _infra(job: Job) -> tuple[str, str, str | None]:
     return label, "Kubernetes", region or None
 
 
+def cluster_name_on_cloud(job: Job, task_index: int) -> str:
+    """``<task>-<id>-<user hash>``: the pods' ``skypilot-cluster-name`` (kubernetes.md §6.1)."""
+    return f"{job['tasks'][task_index]['task_name']}-{job['job_id']}-{job['user_hash']}"
+
+
 def row(
     job: Job, task_index: int, status: str, step: int, now: float, fields: frozenset[str]
 ) -> dict[str, Any]:
@@ -311,7 +325,7 @@ def row(
         "end_at": submitted + float(step) if ended else None,
         "metadata": {},
         "current_cluster_name": cluster if started and not ended else None,
-        "cluster_name_on_cloud": f"{cluster}-{job['user_hash']}" if started else None,
+        "cluster_name_on_cloud": cluster_name_on_cloud(job, task_index) if started else None,
         "pool": None,
         "execution": job["execution"],
         "accelerators": task["accelerators"],

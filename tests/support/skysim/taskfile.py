@@ -1,8 +1,8 @@
 """The few task-YAML keys the simulator reads, without PyYAML (skypilot-0.12.md §2.5, §10).
 
 Importing PyYAML costs about a third of a simulated call, and a launch needs
-only ``name``, ``execution``, ``num_nodes`` and ``resources.accelerators`` /
-``resources.cpus``. So this reader splits ``---`` documents and scans
+only ``name``, ``execution``, ``num_nodes``, ``resources.accelerators`` /
+``resources.cpus``, and ``resources.image_id`` for job pods (``kubepods``). So this reader splits ``---`` documents and scans
 top-level ``key: value`` lines, and the ``resources`` mapping in block or
 flow style. Everything else (``run: |`` blocks, ``envs``, ``config``) is
 skipped; it never raises.
@@ -20,7 +20,7 @@ __all__ = ["read_documents"]
 
 _KEY = re.compile(r"^(\s*)([A-Za-z_][\w.-]*)\s*:(?:\s+(.*?))?\s*$")
 _FLOW_PAIR = re.compile(r"([A-Za-z_][\w.-]*)\s*:\s*([^,{}]+)")
-_RESOURCE_KEYS = ("accelerators", "cpus", "memory", "infra", "cloud")
+_RESOURCE_KEYS = ("accelerators", "cpus", "memory", "infra", "cloud", "image_id")
 
 
 def _scalar(text: str | None) -> str:
