@@ -1,16 +1,20 @@
-"""Decision values and the two predicates (dsl.md §3)."""
+"""Decision values, the two predicates and runtime decision points (dsl.md §3, §5.4)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from enum import StrEnum
+from typing import Any
 
 __all__ = [
     "ALLOWED_ASSUMPTIONS",
     "PREDICATES",
     "Decision",
+    "decision_uri",
     "evaluate",
     "is_allowed_assumption",
     "normalize",
+    "point_key",
 ]
 
 
@@ -41,3 +45,31 @@ def evaluate(predicate: str, decision: str) -> bool:
     if predicate == "loop_back":
         return decision == Decision.LOOP_BACK
     return False
+
+
+def decision_uri(outputs: Iterable[Mapping[str, str]], config: Mapping[str, Any]) -> str:
+    """The writer's decision URI (dsl.md §3), from its resolved outputs and effective config.
+
+    The first output whose ``schema`` contains ``decision``; otherwise
+    ``config.decision_uri``; otherwise empty.
+    """
+    for output in outputs:
+        if "decision" in output.get("schema", "").lower() and output.get("uri"):
+            return output["uri"]
+    return str(config.get("decision_uri") or "").strip()
+
+
+def point_key(state: str, loops: Sequence[tuple[str, int]] = (), occurrence: int = 1) -> str:
+    """The key of one executed decision point: ``state[@loop=i,...][#n]``.
+
+    ``loops`` are the enclosing sequence loops, outermost first, with their
+    current iteration; ``occurrence`` (> 1) tells apart a point that the same
+    walk reaches again under the same loop counters (a state shared by two
+    sequences). The walk is deterministic, so a key is stable across re-plans.
+    """
+    key = state
+    if loops:
+        key += "@" + ",".join(f"{name}={i}" for name, i in loops)
+    if occurrence > 1:
+        key += f"#{occurrence}"
+    return key

@@ -17,7 +17,7 @@ from npa_infra.spec.source import PathKey
 # The shared, read-only default for mapping fields of immutable records.
 EMPTY: Mapping[str, Any] = MappingProxyType({})
 
-__all__ = ["Plan", "PlanError", "PlanStep", "Wave"]
+__all__ = ["DecisionPoint", "Plan", "PlanError", "PlanStep", "Wave"]
 
 
 class PlanError(Exception):
@@ -107,7 +107,42 @@ class Wave:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class DecisionPoint:
+    """A runtime decision the plan needs but was not given (dsl.md §5.4 "Decisions").
+
+    ``key`` names the executed occurrence (``decisions.point_key``); ``state``
+    is the state whose decision it is (a leaf with transitions, or a sequence
+    loop at the end of an iteration); ``writer_state`` writes the artifact
+    (the leaf itself, or the loop's last ``writesDecision`` child); ``uri`` is
+    the writer's resolved decision URI (dsl.md §3; empty when it has none);
+    ``step_index`` is the index in ``Plan.steps`` of the writer's step, so the
+    artifact can be read once the wave holding that step has succeeded.
+    """
+
+    key: str
+    state: str
+    writer_state: str
+    uri: str
+    step_index: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "state": self.state,
+            "writer_state": self.writer_state,
+            "uri": self.uri,
+            "step_index": self.step_index,
+        }
+
+
 class Plan(NamedTuple):
+    """The flat plan. In runtime mode it may be a prefix that stops at ``pending``.
+
+    ``decisions_used`` lists the ``(key, normalised decision)`` pairs that the
+    walk took from the given decisions, in walk order.
+    """
+
     workflow: str
     api_version: str
     initial: str
@@ -116,12 +151,23 @@ class Plan(NamedTuple):
     steps: tuple[PlanStep, ...]
     config: Mapping[str, Any] = EMPTY
     group_concurrency: Mapping[str, int] = EMPTY
+    pending: DecisionPoint | None = None
+    decisions_used: tuple[tuple[str, str], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        body: dict[str, Any] = {
             "workflow": self.workflow,
             "api_version": self.api_version,
             "initial": self.initial,
             "assume_decision": self.assume_decision,
             "steps": [s.to_json() for s in self.steps],
         }
+        # Runtime-only keys appear only when set, so one-shot JSON and the
+        # fingerprint stay exactly as dsl.md §5.3 lays them out.
+        if self.decisions_used:
+            body["decisions_used"] = [
+                {"key": key, "decision": value} for key, value in self.decisions_used
+            ]
+        if self.pending is not None:
+            body["pending"] = self.pending.to_json()
+        return body

@@ -7,6 +7,13 @@ sequence loops reset the decision each iteration and stop early on ``until``;
 parallel groups emit their members in order. Unlike the reference, ending at a
 non-terminal state with nowhere to go is a located error, and so is a token
 that names a state which has not run yet. Pure: no I/O, clock or randomness.
+
+Runtime mode (dsl.md §5.4) replaces the assumed decision with real ones. The
+caller passes the decisions known so far, by ``decisions.point_key``; at the
+first decision point whose key is unknown the walk stops and the plan is the
+prefix up to it, with ``Plan.pending`` naming the point, the writer and the
+artifact URI. The walk is deterministic, so adding that decision and planning
+again extends the same prefix.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from typing import Any
 
 from npa_infra.catalog.model import Catalog
 from npa_infra.plan import context, decisions
-from npa_infra.plan.model import Plan, PlanError, PlanStep
+from npa_infra.plan.model import DecisionPoint, Plan, PlanError, PlanStep
 from npa_infra.spec import numbers, tokens
 from npa_infra.spec.model import Spec, State
 from npa_infra.spec.source import PathKey
@@ -37,6 +44,14 @@ def resolve_assumption(spec: Spec, config: Mapping[str, Any], explicit: str = ""
     return decisions.normalize(raw)
 
 
+class _Pending(Exception):
+    """Unwinds the walk at the first decision point whose decision is not given."""
+
+    def __init__(self, point: DecisionPoint) -> None:
+        super().__init__(point.key)
+        self.point = point
+
+
 @dataclass(slots=True)
 class Walk:
     spec: Spec
@@ -50,6 +65,13 @@ class Walk:
     state_outputs: dict[str, dict[str, str]] = field(default_factory=dict)
     loops: dict[str, int] = field(default_factory=dict)
     group_concurrency: dict[str, int] = field(default_factory=dict)
+    # runtime mode (dsl.md §5.4); ``known`` is None in one-shot mode
+    known: Mapping[str, str] | None = None
+    used: list[tuple[str, str]] = field(default_factory=list)
+    reads: int = 0
+    active_loops: list[tuple[str, int]] = field(default_factory=list)
+    keys: set[str] = field(default_factory=set)
+    sites: dict[str, tuple[int, str]] = field(default_factory=dict)
 
     # -- token helpers -------------------------------------------------
     def state_config(self, state: State) -> dict[str, Any]:
@@ -155,6 +177,9 @@ class Walk:
                 trigger_uri=trigger_uri,
             )
         )
+        if self.known is not None and (state.transitions or state.writes_decision):
+            # resolved now, with this step's params and loop counters (dsl.md §3)
+            self.sites[state.name] = (len(self.steps) - 1, decisions.decision_uri(outputs, cfg))
         if outputs:
             record = {f"output_{i}": o["uri"] for i, o in enumerate(outputs, start=1)}
             record["uri"] = outputs[0]["uri"]
@@ -210,9 +235,12 @@ class Walk:
                 for i in range(1, self.loop_max(state) + 1):
                     self.loops[state.name] = i
                     self.decision = ""
+                    self.active_loops.append((state.name, i))
+                    reads = self.reads
                     for child in state.sequence:
                         self.expand(child, loop_label=state.name, follow=False, depth=depth + 1)
-                    self.decision = self.assume
+                    self._end_iteration(state, reads)
+                    self.active_loops.pop()
                     if state.loop.until and decisions.evaluate(state.loop.until, self.decision):
                         break
                 return self._group_next(state, top)
@@ -223,7 +251,11 @@ class Walk:
             for i in range(1, self.loop_max(state) + 1):
                 self.loops[state.name] = i
                 self.step(state, iteration=i, loop_label=loop_label, group="")
-                self.decision = self.assume
+                # Leaf loops never read storage (dsl.md §5.4): at runtime the decision
+                # in force stays, else the assumed one; one-shot it is always assumed.
+                self.decision = (
+                    self.assume if self.known is None else (self.decision or self.assume)
+                )
                 if state.loop.until and decisions.evaluate(state.loop.until, self.decision):
                     break
             if state.terminal:
@@ -233,10 +265,46 @@ class Walk:
         if state.terminal:
             return ""
         if state.transitions:
-            self.decision = self.assume
+            if self.known is None:
+                self.decision = self.assume
+            else:
+                # dsl.md §5.4: after any leaf that has transitions the driver reads
+                self._take(state, state.name)
         if follow:
             return self.transition(state) or state.next or self._dead_end(state, top)
         return "" if state.transitions else state.next
+
+    def _end_iteration(self, state: State, reads: int) -> None:
+        """The decision in force after one iteration of sequence loop ``state``."""
+        if self.known is None:
+            self.decision = self.assume
+            return
+        # dsl.md §5.4: read the last writesDecision child, unless a read already
+        # happened during this iteration (nested points count). Like the
+        # reference, no decision at all leaves the assumed one.
+        writer = _last_writer(self.spec, state)
+        if writer and self.reads == reads:
+            self._take(state, writer)
+        self.decision = self.decision or self.assume
+
+    def _take(self, state: State, writer: str) -> None:
+        """Runtime mode: use the given decision for this point, or stop the walk here."""
+        assert self.known is not None
+        self.reads += 1
+        occurrence = 1
+        key = decisions.point_key(state.name, self.active_loops)
+        while key in self.keys:
+            occurrence += 1
+            key = decisions.point_key(state.name, self.active_loops, occurrence)
+        self.keys.add(key)
+        if key not in self.known:
+            # validation makes every writer a state with work, so it has a step
+            index, uri = self.sites.get(writer, (len(self.steps) - 1, ""))
+            raise _Pending(DecisionPoint(key, state.name, writer, uri, index))
+        value = decisions.normalize(self.known[key])
+        self.used.append((key, value))
+        # an empty decision leaves the assumed one, as in the reference driver
+        self.decision = value or self.assume
 
     def _group_next(self, state: State, top: bool) -> str:
         if state.next or state.terminal:
@@ -273,6 +341,15 @@ class Walk:
                 ("states", state.name, "maxConcurrency"), str(exc), state=state.name
             ) from None
         return max(1, min(value, members))
+
+
+def _last_writer(spec: Spec, state: State) -> str:
+    """The last ``writesDecision`` child of sequence ``state``, or empty (dsl.md §5.4)."""
+    for child in reversed(state.sequence):
+        candidate = spec.states.get(child)
+        if candidate is not None and candidate.writes_decision:
+            return child
+    return ""
 
 
 def _config_truthy(ref: str, config: Mapping[str, Any]) -> bool:
@@ -314,12 +391,26 @@ def build_plan(
     run_id: str,
     assume_decision: str = "",
     variables: Mapping[str, str] | None = None,
+    decisions: Mapping[str, str] | None = None,
 ) -> Plan:
-    """Plan ``spec``; raise ``PlanError`` located at the offending field."""
+    """Plan ``spec``; with ``decisions``, plan at runtime up to the first unknown decision.
+
+    ``decisions`` is None for one-shot planning (the assumed decision
+    everywhere). A mapping, even empty, selects runtime mode (dsl.md §5.4):
+    each decision point takes the decision under its key, and the walk stops
+    at the first key that is missing, returning that prefix with ``pending``.
+
+    Raises:
+        PlanError: located at the offending field, in either mode.
+    """
     config, run = context.build_scope(spec, catalog, run_id=run_id, variables=variables or {})
     assume = resolve_assumption(spec, config, assume_decision)
-    walk = Walk(spec, catalog, config, run, assume, step_limit(spec))
-    walk.expand(spec.initial)
+    walk = Walk(spec, catalog, config, run, assume, step_limit(spec), known=decisions)
+    pending: DecisionPoint | None = None
+    try:
+        walk.expand(spec.initial)
+    except _Pending as stop:
+        pending = stop.point
     return Plan(
         workflow=spec.name,
         api_version=spec.api_version,
@@ -329,4 +420,6 @@ def build_plan(
         steps=tuple(walk.steps),
         config=config,
         group_concurrency=walk.group_concurrency,
+        pending=pending,
+        decisions_used=tuple(walk.used),
     )
