@@ -10,13 +10,18 @@ import importlib
 from typing import Any
 
 __all__ = [
+    "CancelReport",
+    "LiveResult",
     "NpaError",
     "PlanReport",
     "SpecError",
+    "StatusReport",
     "SubmitOptions",
     "SubmitReport",
     "ValidationReport",
+    "cancel_run",
     "plan_spec",
+    "run_status",
     "submit",
     "validate_spec",
 ]
@@ -31,6 +36,11 @@ _HOMES = {
     "SubmitOptions": "npa_infra.workflow.submission",
     "SubmitReport": "npa_infra.workflow.submission",
     "submit": "npa_infra.workflow.submission",
+    "LiveResult": "npa_infra.workflow.live",
+    "StatusReport": "npa_infra.workflow.runstatus",
+    "run_status": "npa_infra.workflow.runstatus",
+    "CancelReport": "npa_infra.workflow.cancellation",
+    "cancel_run": "npa_infra.workflow.cancellation",
 }
 
 

@@ -11,10 +11,19 @@ Every failure a user can cause or meet is an ``NpaError``: a one-sentence
     ├── ConfigError           local configuration or environment is missing or wrong (exit 1)
     │   └── MissingSecretError    a --secret-env name has no value anywhere we may look
     ├── KubeError             a Kubernetes call failed; ``kind`` says terminal or transient (exit 1)
+    ├── StorageError          an object-store (S3) call failed; ``kind`` says absent, forbidden,
+    │                         no such bucket, unavailable (transient) or unknown (exit 1)
     ├── PreflightError        a pre-launch check refused the run: nothing was launched (exit 1);
     │                         e.g. a GPU request the cluster cannot satisfy
     ├── ExternalError         an external tool or service failed (pip, the package index);
     │                         retrying after the named fix may succeed (exit 1)
+    ├── RunLockedError        another process holds this run's lock; its holder is named (exit 1)
+    ├── RunStateError         the run's journal forbids the request (unknown run, changed spec,
+    │                         a sticky block); the remedy says what is allowed (exit 1)
+    ├── LaunchFailedError     a launch definitely did not happen, or the run failed (exit 1)
+    ├── UncertainOutcomeError a launch may or may not exist; the remedy is the exact
+    │                         `--resume-run` command, never a new id or a cancel by name (exit 2)
+    ├── InterruptedRunError   Ctrl-C after the checkpoint was written (exit 130)
     └── NotYetAvailableError  the capability is planned but not built in this version (exit 1)
 
 ``InvariantError`` is a bug, not a user error: it derives from ``RuntimeError``
@@ -31,14 +40,20 @@ if TYPE_CHECKING:
 __all__ = [
     "ConfigError",
     "ExternalError",
+    "InterruptedRunError",
     "InvariantError",
     "KubeError",
+    "LaunchFailedError",
     "MissingSecretError",
     "NotYetAvailableError",
     "NpaError",
     "PreflightError",
     "RenderError",
+    "RunLockedError",
+    "RunStateError",
     "SpecError",
+    "StorageError",
+    "UncertainOutcomeError",
     "UsageError",
 ]
 
@@ -119,6 +134,12 @@ class KubeError(NpaError):
     category = "kubernetes"
 
 
+class StorageError(NpaError):
+    """An object-store call failed; ``details["kind"]`` holds the ``StorageErrorKind`` value."""
+
+    category = "storage"
+
+
 class PreflightError(NpaError):
     """A check before launch refused the run; the remedy says what to change first."""
 
@@ -129,6 +150,38 @@ class NotYetAvailableError(NpaError):
     """A capability this version does not provide yet."""
 
     category = "unavailable"
+
+
+class RunLockedError(NpaError):
+    """Another process holds the run's lock; ``details`` names the holder."""
+
+    category = "locked"
+
+
+class RunStateError(NpaError):
+    """The run's journal does not allow what was asked (unknown run, changed spec, sticky block)."""
+
+    category = "run_state"
+
+
+class LaunchFailedError(NpaError):
+    """A launch definitely did not happen (verified absent), or the run failed."""
+
+    category = "launch_failed"
+
+
+class UncertainOutcomeError(NpaError):
+    """The launch may or may not exist; only ``--resume-run`` with the same arguments is safe."""
+
+    exit_code = 2
+    category = "indeterminate"
+
+
+class InterruptedRunError(NpaError):
+    """The operator interrupted the command after its checkpoint was written."""
+
+    exit_code = 130
+    category = "interrupted"
 
 
 class InvariantError(RuntimeError):

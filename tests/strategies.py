@@ -660,3 +660,131 @@ def accelerator_requests(draw: st.DrawFn) -> str:
     if form == "junk":
         return f"{name}:{draw(st.text(max_size=4))}"
     return f"{name}:{draw(st.integers(min_value=0, max_value=16))}"
+
+
+# -- launch-transaction classifier (npa_infra/runs/classifier.py) ---------------------------
+# (phrase, category value) for every substring of runtime-reference.md §1 Classifier plus
+# npa-infra's additions; terminal phrases first, in table order.
+CLASSIFIER_TERMINAL_PHRASES: tuple[tuple[str, str], ...] = (
+    ("identity mismatch", "identity"),
+    ("wrong context", "identity"),
+    ("belongs to", "identity"),
+    ("context does not exist", "context"),
+    ("context not found", "context"),
+    ("not found in kubeconfig", "context"),
+    ("invalid context", "context"),
+    ("invalid kube-context", "context"),
+    ("no current-context", "context"),
+    ("not in allowed_contexts", "context"),
+    ("forbidden", "rbac"),
+    ("permission denied", "rbac"),
+    ("cannot list", "rbac"),
+    ("cannot get resource", "rbac"),
+    ("cannot create resource", "rbac"),
+    ("(403)", "rbac"),
+    ("unauthorized", "auth"),
+    ("authentication required", "auth"),
+    ("authentication failed", "auth"),
+    ("credentials expired", "auth"),
+    ("invalid bearer token", "auth"),
+    ("exec plugin", "auth"),
+    ("(401)", "auth"),
+    ("certificate signed by unknown authority", "certificate"),
+    ("certificate has expired", "certificate"),
+    ("x509:", "certificate"),
+    ("invalid kubeconfig", "config"),
+    ("failed to load kubeconfig", "config"),
+    ("no such file or directory", "config"),
+    ("executable file not found", "config"),
+    ("invalid pod_config", "schema"),
+    ("validation error", "schema"),
+    ("invalid yaml", "schema"),
+    ("schema", "schema"),
+    ("insufficient", "capacity"),
+    ("quota", "capacity"),
+    ("failed_prechecks", "capacity"),
+    ("no resource", "capacity"),
+    ("unschedulable", "capacity"),
+    ("imagepull", "workload"),
+    ("errimagepull", "workload"),
+    ("failed_setup", "workload"),
+    ("workload failed", "workload"),
+)
+CLASSIFIER_TRANSIENT_PHRASES: tuple[tuple[str, str], ...] = (
+    ("could not connect to skypilot api server", "api_warmup"),
+    ("failed to connect to skypilot api server", "api_warmup"),
+    ("skypilot api server is starting", "api_warmup"),
+    ("apiserverconnectionerror", "api_warmup"),
+    ("too many requests", "kubernetes_rate_limit"),
+    ("status code 429", "kubernetes_rate_limit"),
+    ("http 429", "kubernetes_rate_limit"),
+    ("429 client error", "kubernetes_rate_limit"),
+    ("status code 500", "kubernetes_server"),
+    ("status code 502", "kubernetes_server"),
+    ("status code 503", "kubernetes_server"),
+    ("status code 504", "kubernetes_server"),
+    ("500 server error", "kubernetes_server"),
+    ("502 server error", "kubernetes_server"),
+    ("503 server error", "kubernetes_server"),
+    ("504 server error", "kubernetes_server"),
+    ("internal server error", "kubernetes_server"),
+    ("service unavailable", "kubernetes_server"),
+    ("bad gateway", "kubernetes_server"),
+    ("gateway timeout", "kubernetes_server"),
+    ("connection refused", "kubernetes_transport"),
+    ("connection reset", "kubernetes_transport"),
+    ("connection aborted", "kubernetes_transport"),
+    ("unexpected eof", "kubernetes_transport"),
+    ("eof", "kubernetes_transport"),
+    ("tls handshake timeout", "kubernetes_transport"),
+    ("temporary failure in name resolution", "kubernetes_transport"),
+    ("no route to host", "kubernetes_transport"),
+    ("network is unreachable", "kubernetes_transport"),
+    ("i/o timeout", "kubernetes_transport"),
+    ("dial tcp", "kubernetes_transport"),
+    ("server closed idle connection", "kubernetes_transport"),
+    ("remotedisconnected", "kubernetes_transport"),
+)
+_CLASSIFIER_NOISE = st.text(
+    alphabet=st.sampled_from(
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .:/-_"
+    ),
+    max_size=30,
+)
+_ANSI_CODES = ("", "\x1b[31m", "\x1b[0m", "\x1b[1;33m", "\x1b[2K")
+
+
+@st.composite
+def _phrase(draw: st.DrawFn, table: tuple[tuple[str, str], ...]) -> str:
+    """One table phrase, randomly upper/title-cased and wrapped in ANSI codes and spaces."""
+    phrase, _ = draw(st.sampled_from(table))
+    cased = draw(st.sampled_from((phrase, phrase.upper(), phrase.title())))
+    return f" {draw(st.sampled_from(_ANSI_CODES))}{cased}{draw(st.sampled_from(_ANSI_CODES))} "
+
+
+@st.composite
+def classifier_texts(draw: st.DrawFn) -> str:
+    """Arbitrary failure text: noise, table phrases of either kind, ANSI codes, any order."""
+    parts = draw(
+        st.lists(
+            st.one_of(
+                _CLASSIFIER_NOISE,
+                st.text(max_size=20),
+                _phrase(CLASSIFIER_TERMINAL_PHRASES),
+                _phrase(CLASSIFIER_TRANSIENT_PHRASES),
+            ),
+            max_size=6,
+        )
+    )
+    return "".join(parts)
+
+
+@st.composite
+def terminal_and_transient_texts(draw: st.DrawFn) -> str:
+    """Text holding at least one terminal and one transient phrase, shuffled among noise."""
+    parts = [
+        draw(_phrase(CLASSIFIER_TERMINAL_PHRASES)),
+        draw(_phrase(CLASSIFIER_TRANSIENT_PHRASES)),
+        *draw(st.lists(st.one_of(_CLASSIFIER_NOISE, st.text(max_size=10)), max_size=4)),
+    ]
+    return "".join(draw(st.permutations(parts)))

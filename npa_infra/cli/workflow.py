@@ -16,6 +16,7 @@ from npa_infra.cli import gpus, output
 
 if TYPE_CHECKING:
     from npa_infra.workflow.api import PlanReport
+    from npa_infra.workflow.live import LiveResult
     from npa_infra.workflow.submission import SubmitReport
 
 __all__ = ["app"]
@@ -218,12 +219,39 @@ def submit(
         Path | None, typer.Option("--render-dir", help="Where rendered YAML is written.")
     ] = None,
     catalog: CatalogOpt = None,
+    sky_bin: Annotated[str | None, typer.Option("--sky-bin", help="SkyPilot binary.")] = None,
+    isolated_config_dir: Annotated[
+        str | None, typer.Option("--isolated-config-dir", help="SkyPilot state directory.")
+    ] = None,
+    poll_seconds: Annotated[
+        float, typer.Option("--poll-seconds", min=0.0, help="Runtime poll interval.")
+    ] = 30.0,
+    max_wait_seconds: Annotated[
+        float, typer.Option("--max-wait-seconds", min=0.0, help="Per-wave wait (0 = unbounded).")
+    ] = 3600.0,
+    retries: Annotated[
+        int,
+        typer.Option("--retries", min=0, help="Payload retries per runtime wave (N+1 attempts)."),
+    ] = 0,
+    resume_alias: Annotated[
+        bool, typer.Option("--resume", hidden=True, help="Accepted; implied by --resume-run.")
+    ] = False,
     output_format: Annotated[
         str | None, typer.Option("--output-format", help="text | json")
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Plan, render and (with the launch transaction) submit a workflow."""
+    """Plan, render and submit a workflow through the journaled launch transaction.
+
+    Exit codes: 0 submitted and reconciled, or adopted (runtime: the run
+    succeeded); 1 a definite failure (validation, preflight, verified-absent
+    launch failure, a failed run, another submit holds the run); 2 the launch
+    may or may not exist: rerun the identical command with --resume-run RUN
+    (printed), never a new id and never a cancel by name; 130 interrupted
+    after the checkpoint was written.
+    """
+    import sys
+
     from npa_infra.errors import UsageError
     from npa_infra.workflow import options, submission
 
@@ -252,10 +280,127 @@ def submit(
             render_dir=render_dir,
             catalog_path=catalog,
             resolve_accelerators=not no_resolve_accelerators,
+            sky_bin=sky_bin,
+            isolated_config_dir=isolated_config_dir,
+            invocation=["npa", *sys.argv[1:]],
+            poll_seconds=poll_seconds,
+            max_wait_seconds=max_wait_seconds,
+            retries=retries,
         )
         report = submission.submit(spec, opts)
+    if not isinstance(report, submission.SubmitReport):
+        _finish_live(report, json_out)
+        return
     if json_out:
         output.emit_json(report.to_json())
         return
     output.warn_spec([], str(spec), placeholder_bucket=report.bucket_is_placeholder)
     _print_submit(report)
+
+
+def _finish_live(result: "LiveResult", json_out: bool) -> None:
+    if json_out:
+        output.emit_json(result.to_json())
+    else:
+        output.out(f"run: {result.run_id}  workflow: {result.workflow}  mode: {result.mode}")
+        for tx in result.transactions:
+            output.out(
+                f"job {tx['job_name']}: {tx['state']} ({tx['recovery_decision'] or '-'}), "
+                f"job id {tx['job_id'] if tx['job_id'] is not None else '-'}, "
+                f"launch sequence {tx['launch_sequence']}"
+            )
+        output.out(f"status: {result.status}")
+        if result.error is not None:
+            output.warn(f"Error: {result.error.message}")
+            if result.error.remedy:
+                output.warn(f"Hint: {result.error.remedy}")
+    if result.exit_code:
+        raise typer.Exit(result.exit_code)
+
+
+RunIdArg = Annotated[str, typer.Argument(help="The run id.", show_default=False)]
+
+
+@app.command("status")
+def status(
+    run_id: RunIdArg,
+    cached: Annotated[
+        bool, typer.Option("--cached", help="Journal only: no SkyPilot or cluster calls.")
+    ] = False,
+    watch: Annotated[
+        bool, typer.Option("--watch", help="Repeat until the run is terminal.")
+    ] = False,
+    interval: Annotated[float, typer.Option("--interval", min=1.0, help="Watch interval.")] = 10.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show a run: waves, attempts, provider job ids, SkyPilot status, pending-pod reasons.
+
+    Exit codes: 0 succeeded or in progress; 1 NOT_FOUND, ABSENT, FAILED*,
+    CANCELLED or BLOCKED; 2 VERIFICATION_UNAVAILABLE; 3 PARTIAL or DEGRADED;
+    4 NOT_SUBMITTED or PLAN_ONLY.
+    """
+    import os
+    import time
+
+    from npa_infra.workflow import runstatus
+
+    while True:
+        with _guard(as_json, {"run_id": run_id}):
+            report = runstatus.run_status(run_id, env=os.environ, cached=cached)
+        if as_json:
+            output.emit_json(report.to_json())
+        else:
+            _print_status(report)
+        if not watch or report.status not in _IN_PROGRESS:
+            break
+        time.sleep(interval)
+    if report.exit_code:
+        raise typer.Exit(report.exit_code)
+
+
+_IN_PROGRESS = ("PENDING", "STARTING", "RUNNING", "RECOVERING", "CANCELLING", "LAUNCHING")
+
+
+def _print_status(report: Any) -> None:
+    output.out(f"run: {report.run_id}  workflow: {report.workflow or '-'}  status: {report.status}")
+    for wave in report.waves:
+        output.out(
+            f"  wave {wave['wave']:02d} attempt {wave['attempt']}: {wave['job_name']} "
+            f"job {wave['job_id'] if wave['job_id'] is not None else '-'} "
+            f"{wave['sky_status'] or wave['status']}"
+        )
+        for blocker in wave["blockers"]:
+            output.out(
+                f"    blocker {blocker.get('code')}: {blocker.get('message') or blocker.get('evidence') or ''}"
+            )
+    if report.detail:
+        output.out(f"detail: {report.detail}")
+    if report.remedy:
+        output.out(f"next: {report.remedy}")
+
+
+@app.command("cancel")
+def cancel(run_id: RunIdArg, as_json: JsonOpt = False) -> None:
+    """Cancel every non-terminal job of a run by exact id, and wait until each is terminal.
+
+    Exit codes: 0 not_submitted, already_absent or cancelled; 1 unknown_run;
+    2 partial_cancellation or verification_failed.
+    """
+    import os
+
+    from npa_infra.workflow import cancellation
+
+    with _guard(as_json, {"run_id": run_id}):
+        report = cancellation.cancel_run(run_id, env=os.environ)
+    if as_json:
+        output.emit_json(report.to_json())
+    else:
+        output.out(f"run: {report.run_id}  outcome: {report.outcome}")
+        if report.cancelled_job_ids:
+            output.out(f"cancelled: {', '.join(map(str, report.cancelled_job_ids))}")
+        if report.remaining_job_ids:
+            output.out(f"still active: {', '.join(map(str, report.remaining_job_ids))}")
+        for error in report.errors:
+            output.warn(f"error: {error}")
+    if report.exit_code:
+        raise typer.Exit(report.exit_code)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Protocol
 
 from npa_infra.skypilot.models import (
+    ApiStatusResult,
     CancelResult,
     CommandResult,
     DownResult,
@@ -30,6 +31,10 @@ class SkyPilot(Protocol):
     ) -> LaunchResult: ...
 
     def queue(self, *, all_users: bool = False, verbose: bool = False) -> QueueResult: ...
+
+    def api_status(self, request_ids: Sequence[str] = ()) -> ApiStatusResult: ...
+
+    def api_logs(self, request_id: str) -> CommandResult: ...
 
     def cancel(self, job_ids: Sequence[int]) -> CancelResult: ...
 

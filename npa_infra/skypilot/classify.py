@@ -12,6 +12,8 @@ import json
 import re
 
 from npa_infra.skypilot.models import (
+    ApiRequest,
+    ApiStatusResult,
     CancelResult,
     CommandResult,
     DownOutcome,
@@ -27,6 +29,7 @@ from npa_infra.skypilot.models import (
 __all__ = [
     "CLUSTER_NOT_UP_LINE",
     "classify",
+    "parse_api_status",
     "parse_cancel",
     "parse_down",
     "parse_launch",
@@ -292,3 +295,23 @@ def parse_down(result: CommandResult) -> DownResult:
     if kind is ErrorKind.NONE:
         return DownResult(DownOutcome.TORN_DOWN, kind, "", result)
     return DownResult(DownOutcome.FAILED, kind, _detail(result), result)
+
+
+def parse_api_status(result: CommandResult) -> ApiStatusResult:
+    """``sky api status [IDS] [-a] -o json``: request rows, or unreadable (§1, §2.4)."""
+    kind = classify(result)
+    if kind is not ErrorKind.NONE:
+        return ApiStatusResult(False, (), kind, _detail(result))
+    rows = _find_json_list(strip_ansi(result.stdout))
+    if rows is None:
+        return ApiStatusResult(False, (), ErrorKind.UNKNOWN, "api status output holds no JSON list")
+    requests = []
+    for raw in rows:
+        if not isinstance(raw, dict) or not all(
+            isinstance(raw.get(k), str) for k in ("request_id", "name", "status")
+        ):
+            return ApiStatusResult(
+                False, (), ErrorKind.UNKNOWN, f"unreadable request row: {str(raw)[:200]}"
+            )
+        requests.append(ApiRequest(raw["request_id"], raw["name"], raw["status"].upper()))
+    return ApiStatusResult(True, tuple(requests))

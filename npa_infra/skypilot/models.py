@@ -11,6 +11,8 @@ from typing import NamedTuple
 
 __all__ = [
     "TERMINAL_STATUSES",
+    "ApiRequest",
+    "ApiStatusResult",
     "CancelResult",
     "CommandResult",
     "DownOutcome",
@@ -192,3 +194,20 @@ class DownResult(NamedTuple):
     error_kind: ErrorKind
     detail: str
     command: CommandResult
+
+
+class ApiRequest(NamedTuple):
+    """One row of ``sky api status -o json`` (skypilot-0.12.md §1, §2.4)."""
+
+    request_id: str
+    name: str
+    status: str  # PENDING RUNNING SUCCEEDED FAILED CANCELLED
+
+
+class ApiStatusResult(NamedTuple):
+    """``sky api status``: the rows, or why they could not be read (never guessed)."""
+
+    readable: bool
+    requests: tuple[ApiRequest, ...] = ()
+    error_kind: ErrorKind = ErrorKind.NONE
+    detail: str = ""

@@ -16,6 +16,7 @@ from npa_infra.errors import ConfigError, InvariantError
 from npa_infra.skypilot import classify, port
 from npa_infra.skypilot.isolation import IsolatedDir
 from npa_infra.skypilot.models import (
+    ApiStatusResult,
     CancelResult,
     CommandResult,
     DownResult,
@@ -124,6 +125,17 @@ class SkyCli:
         if verbose:
             args.append("-v")
         return classify.parse_queue(self._run([*args, "--output", "json"]))
+
+    def api_status(self, request_ids: Sequence[str] = ()) -> ApiStatusResult:
+        """``sky api status``: the named requests in any state, else the active ones (§2.4)."""
+        args = ["api", "status", *request_ids]
+        if request_ids:
+            args.append("--all-status")
+        return classify.parse_api_status(self._run([*args, "--output", "json"]))
+
+    def api_logs(self, request_id: str) -> CommandResult:
+        """``sky api logs ID`` of a finished request: the text its failure is classified from."""
+        return self._run(["api", "logs", request_id], timeout=60)
 
     def cancel(self, job_ids: Sequence[int]) -> CancelResult:
         if not job_ids:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from npa_infra.errors import ConfigError, MissingSecretError
 
-__all__ = ["credentials_path", "require", "resolve_sources"]
+__all__ = ["credentials_path", "require", "resolve_sources", "resolve_values"]
 
 
 def credentials_path(npa_home: Path, stack: str) -> Path:
@@ -23,10 +23,14 @@ def credentials_path(npa_home: Path, stack: str) -> Path:
 
 
 def _names_in(path: Path) -> set[str]:
+    return set(_pairs_in(path))
+
+
+def _pairs_in(path: Path) -> dict[str, str]:
     try:
         info = path.lstat()
     except FileNotFoundError:
-        return set()
+        return {}
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode):
         raise ConfigError(
             f"credentials file {path} is not a regular file",
@@ -37,7 +41,7 @@ def _names_in(path: Path) -> set[str]:
             f"credentials file {path} is readable by other users (mode {oct(info.st_mode & 0o777)})",
             remedy=f"chmod 600 {path}",
         )
-    names: set[str] = set()
+    pairs: dict[str, str] = {}
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
     with os.fdopen(os.open(path, flags), encoding="utf-8") as handle:
         for line in handle:
@@ -45,9 +49,24 @@ def _names_in(path: Path) -> set[str]:
             if not text or text.startswith("#") or "=" not in text:
                 continue
             name, _, value = text.removeprefix("export ").partition("=")
-            if value.strip():
-                names.add(name.strip())
-    return names
+            value = value.strip().strip('"').strip("'")
+            if value:
+                pairs[name.strip()] = value
+    return pairs
+
+
+def resolve_values(
+    names: Sequence[str], env: Mapping[str, str], *, npa_home: Path, stack: str | None
+) -> dict[str, str]:
+    """The values to hand to the ``sky`` child's environment, same precedence as
+    ``resolve_sources``. Held in memory only; callers never store or print them."""
+    stored = _pairs_in(credentials_path(npa_home, stack)) if stack else {}
+    out: dict[str, str] = {}
+    for name in names:
+        value = env.get(name) or stored.get(name)
+        if value:
+            out[name] = value
+    return out
 
 
 def resolve_sources(

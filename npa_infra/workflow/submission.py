@@ -1,8 +1,9 @@
 """``submit``: plan, render and write the SkyPilot YAML of a spec or raw task.
 
-Only ``--plan-only`` is available in this version; a live submit checks its
-inputs (secrets, decisions, GPU requests) and then stops before anything is
-launched, because launching belongs to the journaled launch transaction.
+``--plan-only`` writes the YAML under the npa home and launches nothing. A
+live submit checks its inputs (secrets, decisions, GPU requests) and hands
+the rendered jobs to ``live.execute``: the journaled, locked launch
+transaction.
 
 With an exact ``--infra k8s/<ctx>``, GPU requests are resolved against that
 context's GPU catalog before rendering (``accelerators.resolve_for_plan``):
@@ -14,6 +15,7 @@ the cluster cannot satisfy fails here, locally. The fingerprint and the
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,13 +24,13 @@ from typing import Any
 
 from npa_infra import config as npa_config
 from npa_infra.catalog import images as pins
-from npa_infra.errors import NotYetAvailableError, SpecError, UsageError
+from npa_infra.errors import SpecError, UsageError
 from npa_infra.plan import context, planner, waves
 from npa_infra.plan.model import Plan, PlanError
 from npa_infra.render import documents, images, raw
 from npa_infra.render.tasks import RenderSettings, secret_names_for_image
 from npa_infra.spec.model import ExecutionMode
-from npa_infra.workflow import accelerators, api, credentials, identity, loading, stackfile
+from npa_infra.workflow import accelerators, api, credentials, identity, live, loading, stackfile
 from npa_infra.workflow.fingerprint import plan_fingerprint
 
 __all__ = ["SubmitOptions", "SubmitReport", "submit"]
@@ -54,6 +56,12 @@ class SubmitOptions:
     catalog_path: Path | None = None
     project_root: Path = field(default_factory=Path.cwd)
     resolve_accelerators: bool = True
+    sky_bin: str | None = None
+    isolated_config_dir: str | None = None
+    invocation: Sequence[str] = ()
+    poll_seconds: float = 30.0
+    max_wait_seconds: float = 3600.0
+    retries: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,14 +151,16 @@ def submit(
     *,
     env: Mapping[str, str] | None = None,
     cluster_factory: accelerators.ClusterFactory | None = None,
-) -> SubmitReport:
-    """Plan and render a spec (or raw SkyPilot YAML); only ``plan_only`` is available yet.
+    services: live.LiveServices | None = None,
+) -> SubmitReport | live.LiveResult:
+    """Plan and render a spec (or raw SkyPilot YAML); launch it unless ``plan_only``.
 
     Raises:
         SpecError, UsageError, RenderError: the spec, the options or the rendering.
         PreflightError: a GPU request the ``--infra`` context cannot satisfy.
         KubeError: reading that context's GPU catalog failed.
-        NotYetAvailableError: a live launch was asked for.
+        RunLockedError, RunStateError: the run is being submitted elsewhere, or the
+            journal forbids it (unknown run, changed plan, existing run id).
     """
     environ = os.environ if env is None else env
     if options.run_id and options.resume_run:
@@ -163,7 +173,7 @@ def submit(
     except (OSError, UnicodeDecodeError):
         text = None
     if text is not None and not raw.is_workflow_spec(text):
-        return _submit_raw(spec_path, text, options, environ)
+        return _submit_raw(spec_path, text, options, environ, services)
     catalog = api.select(options.catalog_path, environ)
     v = loading.load_validated(spec_path, catalog, options.variables)
     spec = v.spec
@@ -232,11 +242,45 @@ def submit(
         gpu.plan, settings, runtime=runtime, max_concurrency_cap=options.max_concurrency
     )
     if not options.plan_only:
-        raise NotYetAvailableError(
-            "live launch is not available in this version: the launch transaction is not built yet",
-            remedy=f"preview with: npa workbench workflow submit {spec_path} --plan-only",
-            details={"run_id": run_id},
+        request = _live_request(
+            spec_path,
+            options,
+            run_id=run_id,
+            workflow=spec.name,
+            mode="runtime" if runtime else "one-shot",
+            fingerprint=plan_fingerprint(plan),
+            jobs=jobs,
+            stack=stack,
         )
+        if runtime:
+
+            def replan(decided: Mapping[str, str]) -> live.RoutedPlan:
+                # dsl.md §5.4: real decisions route the run; the plan stops at the
+                # first decision not read yet.
+                routed = planner.build_plan(
+                    spec,
+                    catalog,
+                    run_id=run_id,
+                    assume_decision=options.assume_decision,
+                    decisions=decided,
+                )
+                remapped = accelerators.resolve_for_plan(
+                    routed,
+                    infra=options.infra,
+                    enabled=options.resolve_accelerators,
+                    env=environ,
+                    cluster_factory=cluster_factory,
+                )
+                rendered = documents.render_plan(
+                    remapped.plan,
+                    settings,
+                    runtime=True,
+                    max_concurrency_cap=options.max_concurrency,
+                )
+                return live.RoutedPlan(rendered, routed.pending, routed.decisions_used)
+
+            request = dataclasses.replace(request, replan=replan)
+        return live.execute(request, environ, services)
     paths = _write(jobs, (options.render_dir or npa_config.npa_home(environ) / "rendered") / run_id)
     docker_secrets = sorted({n for j in jobs for i in j.images for n in secret_names_for_image(i)})
     sources.update(
@@ -276,9 +320,79 @@ def _infrastructure(
     }
 
 
+def _live_request(
+    spec_path: Path,
+    options: SubmitOptions,
+    *,
+    run_id: str,
+    workflow: str,
+    mode: str,
+    fingerprint: str,
+    jobs: list[documents.RenderedJob],
+    stack: stackfile.StackSettings | None,
+) -> live.LiveRequest:
+    invocation = list(options.invocation) or _invocation(spec_path, options)
+    return live.LiveRequest(
+        spec_path=spec_path,
+        run_id=run_id,
+        workflow=workflow,
+        mode=mode,
+        fingerprint=fingerprint,
+        jobs=jobs,
+        stack=stack,
+        stack_name=options.stack,
+        infra=options.infra,
+        secret_names=list(options.secret_env),
+        resume=bool(options.resume_run),
+        invocation=invocation,
+        sky_bin=options.sky_bin,
+        isolated_config_dir=options.isolated_config_dir,
+        extra={
+            "poll": {"interval": options.poll_seconds, "max_wait": options.max_wait_seconds},
+            "retries": options.retries,
+        },
+    )
+
+
+def _invocation(spec_path: Path, options: SubmitOptions) -> list[str]:
+    """The command line an SDK caller's submit corresponds to (for the resume remedy)."""
+    words = ["npa", "workbench", "workflow", "submit", str(spec_path)]
+    if options.stack:
+        words += ["--stack", options.stack]
+    if options.infra:
+        words += ["--infra", options.infra]
+    if options.runtime:
+        words.append("--runtime")
+    for key, value in options.variables.items():
+        words += ["--var", f"{key}={value}"]
+    if options.assume_decision:
+        words += ["--assume-decision", options.assume_decision]
+    if options.image:
+        words += ["--image", options.image]
+    for ref, image in options.image_overrides:
+        words += ["--image-override", f"{ref}={image}"]
+    for name in options.secret_env:
+        words += ["--secret-env", name]
+    if options.retries:
+        words += ["--retries", str(options.retries)]
+    if options.run_id:
+        words += ["--run-id", options.run_id]
+    return words
+
+
+def _fingerprint_text(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def _submit_raw(
-    spec_path: Path, text: str, options: SubmitOptions, env: Mapping[str, str]
-) -> SubmitReport:
+    spec_path: Path,
+    text: str,
+    options: SubmitOptions,
+    env: Mapping[str, str],
+    services: live.LiveServices | None = None,
+) -> SubmitReport | live.LiveResult:
     docs, issues = raw.load_raw_task(text, str(spec_path), options.variables)
     if issues:
         raise SpecError(issues, source=str(spec_path))
@@ -291,10 +405,6 @@ def _submit_raw(
     sources = credentials.resolve_sources(names, env, npa_home=home, stack=options.stack)
     if not options.plan_only:
         credentials.require(sources, npa_home=home, stack=options.stack)
-        raise NotYetAvailableError(
-            "live launch is not available in this version: the launch transaction is not built yet",
-            remedy=f"preview with: npa workbench workflow submit {spec_path} --plan-only",
-        )
     job = documents.RenderedJob(
         waves.job_name(run_id),
         None,
@@ -303,6 +413,22 @@ def _submit_raw(
         (),
         documents.dump_documents(tuple(docs)),
     )
+    if not options.plan_only:
+        stack = stackfile.read_stack(options.stack, options.project_root) if options.stack else None
+        return live.execute(
+            _live_request(
+                spec_path,
+                options,
+                run_id=run_id,
+                workflow=name,
+                mode="raw",
+                fingerprint=_fingerprint_text(job.text),
+                jobs=[job],
+                stack=stack,
+            ),
+            env,
+            services,
+        )
     paths = _write([job], (options.render_dir or npa_config.npa_home(env) / "rendered") / run_id)
     return SubmitReport(
         run_id,

@@ -10,13 +10,18 @@ import pytest
 import npa_infra
 
 EXPECTED = [
+    "CancelReport",
+    "LiveResult",
     "NpaError",
     "PlanReport",
     "SpecError",
+    "StatusReport",
     "SubmitOptions",
     "SubmitReport",
     "ValidationReport",
+    "cancel_run",
     "plan_spec",
+    "run_status",
     "submit",
     "validate_spec",
 ]

@@ -594,6 +594,23 @@ def test_submit_one_shot_transitions_without_assumption_executing_exit_2(npa: In
     assert "--assume-decision" in result.stderr
 
 
+@pytest.fixture
+def one_context_kubeconfig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A kubeconfig with one context, ``only-ctx``; the npa home under tmp_path."""
+    path = tmp_path / "kubeconfig"
+    path.write_text(
+        "apiVersion: v1\nkind: Config\n"
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: only-ctx, context: {cluster: c, user: u}}]\n"
+        "current-context: only-ctx\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("KUBECONFIG", str(path))
+    monkeypatch.setenv("NPA_HOME", str(tmp_path / "npa-home"))
+    return path
+
+
 @pytest.mark.parametrize(
     "args",
     [
@@ -604,38 +621,43 @@ def test_submit_one_shot_transitions_without_assumption_executing_exit_2(npa: In
     ],
     ids=["minimal", "assumed-decision", "runtime-flag", "runtime-mode-spec"],
 )
-def test_submit_live_launch_not_available_exit_1(
-    npa: Invoke, args: list[object], render_dir: Path
+def test_submit_live_without_exact_context_exit_2_no_ambient_fallback(
+    npa: Invoke, args: list[object], render_dir: Path, one_context_kubeconfig: Path
 ) -> None:
     result = npa("submit", *args, "--render-dir", render_dir)
 
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "Error:" in result.stderr
-    assert "not available" in result.stderr
-    assert "--plan-only" in result.stderr
+    assert "--infra k8s/<context>" in result.stderr
+    assert "current context" in result.stderr
     assert result.stdout == ""
     assert not render_dir.exists()
 
 
-def test_submit_live_launch_json_failure_shape(npa: Invoke) -> None:
+def test_submit_live_unknown_context_json_failure_shape(
+    npa: Invoke, one_context_kubeconfig: Path
+) -> None:
     # cli.md §0: submit failures under --json print
     # {status, run_id, error: {category, message, remedy}, launch_transaction}.
-    result = npa("submit", MINIMAL, "--run-id", "live-1", "--json")
+    result = npa("submit", MINIMAL, "--run-id", "live-1", "--infra", "k8s/nope", "--json")
 
-    assert result.exit_code == 1
+    assert result.exit_code == 1, result.stderr
     payload = stdout_json(result)
     assert {"status", "run_id", "error", "launch_transaction"} <= set(payload)
     assert {"category", "message", "remedy"} <= set(payload["error"])
     assert payload["run_id"] == "live-1"
-    assert "not available" in payload["error"]["message"]
+    assert payload["launch_transaction"] is None
+    assert "nope" in payload["error"]["message"]
+    assert "only-ctx" in payload["error"]["message"] + payload["error"]["remedy"]
 
 
 def test_submit_live_missing_secret_env_exit_1_names_it(npa: Invoke) -> None:
-    result = npa("submit", MINIMAL, "--secret-env", "NPA_TEST_ABSENT_TOKEN")
+    result = npa(
+        "submit", MINIMAL, "--secret-env", "NPA_TEST_ABSENT_TOKEN", "--infra", "k8s/only-ctx"
+    )
 
     assert result.exit_code == 1
     assert "NPA_TEST_ABSENT_TOKEN" in result.stderr
-    assert "not available" not in result.stderr
 
 
 def test_submit_plan_only_missing_secret_env_reported_not_available(
@@ -680,6 +702,7 @@ def test_submit_canary_secret_value_never_in_output_or_files(
     tmp_path: Path,
     render_dir: Path,
     extra: list[str],
+    one_context_kubeconfig: Path,
 ) -> None:
     monkeypatch.setenv(CANARY_NAME, CANARY_VALUE)
 
@@ -694,6 +717,8 @@ def test_submit_canary_secret_value_never_in_output_or_files(
         "canary-run",
         "--render-dir",
         render_dir,
+        "--infra",
+        "k8s/nope",
         *extra,
     )
 

@@ -1,0 +1,536 @@
+"""A live submit: the journaled, locked launch of a rendered run.
+
+Order (runtime-reference.md §1, receipt write order): take the per-run lock;
+create (or, with ``--resume-run``, re-open and check) the run in the journal;
+write the task YAML; create the attempt; then drive one launch transaction
+per wave attempt through ``launcher.LaunchDriver``. Intent is durable before
+every external mutation and the outcome after it, so a crash at any line
+leaves a run that ``--resume-run`` re-enters without launching twice.
+
+One-shot runs launch one serial pipeline and end when it is submitted and
+reconciled. Runtime runs are supervised wave by wave by ``supervisor``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import random
+import shlex
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from npa_infra import config as npa_config
+from npa_infra.errors import (
+    InterruptedRunError,
+    InvariantError,
+    LaunchFailedError,
+    NpaError,
+    RunStateError,
+    UncertainOutcomeError,
+    UsageError,
+)
+from npa_infra.runs import codec, transaction
+from npa_infra.runs.models import LaunchState, TransactionRecord
+from npa_infra.workflow import credentials
+from npa_infra.workflow.launcher import AttemptKey, Clock, LaunchDriver
+
+if TYPE_CHECKING:
+    from npa_infra.journal.records import RunMode
+    from npa_infra.journal.store import Journal
+    from npa_infra.kube.base import KubeCluster
+    from npa_infra.plan.model import DecisionPoint
+    from npa_infra.render.documents import RenderedJob
+    from npa_infra.skypilot.base import SkyPilot
+    from npa_infra.skypilot.isolation import IsolatedDir
+    from npa_infra.storage.base import ObjectStore
+    from npa_infra.workflow.stackfile import StackSettings
+
+__all__ = [
+    "LiveRequest",
+    "LiveResult",
+    "LiveServices",
+    "RoutedPlan",
+    "execute",
+    "logical_launch_id",
+    "open_adapters",
+    "outcome_error",
+    "preflight_hooks",
+    "resume_command",
+]
+
+SUCCESS_STATES = (LaunchState.SUBMITTED, LaunchState.ADOPTED)
+
+
+@dataclass(frozen=True, slots=True)
+class LiveServices:
+    """The adapters of a live submit; each ``None`` means the real one."""
+
+    sky: Callable[[IsolatedDir, Mapping[str, str]], SkyPilot] | None = None
+    cluster: Callable[[Path, str], KubeCluster] | None = None
+    clock: Clock | None = None
+    readiness: Callable[..., Any] | None = None
+    isolated_dir: Path | None = None
+    store: Callable[[], ObjectStore] | None = None  # decision artifacts (default: boto3)
+
+
+@dataclass(frozen=True, slots=True)
+class RoutedPlan:
+    """The rendered waves of a runtime plan prefix, and the decision it waits on."""
+
+    jobs: Sequence[RenderedJob]
+    pending: DecisionPoint | None
+    decisions_used: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class LiveRequest:
+    """What the planning half of ``submit`` hands over."""
+
+    spec_path: Path
+    run_id: str
+    workflow: str
+    mode: str  # one-shot | runtime | raw
+    fingerprint: str
+    jobs: Sequence[RenderedJob]
+    stack: StackSettings | None
+    stack_name: str | None
+    infra: str | None
+    secret_names: Sequence[str]
+    resume: bool
+    invocation: Sequence[str]
+    sky_bin: str | None = None
+    isolated_config_dir: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    replan: Callable[[Mapping[str, str]], RoutedPlan] | None = None  # runtime routing
+
+
+@dataclass(slots=True)
+class LiveResult:
+    run_id: str
+    workflow: str
+    mode: str
+    status: str
+    job_id: int | None
+    job_ids: list[int]
+    submitted_yaml_path: str | None
+    transactions: list[dict[str, Any]]
+    error: NpaError | None = None
+    exit_code: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        last = self.transactions[-1] if self.transactions else None
+        payload: dict[str, Any] = {
+            "status": self.status,
+            "run_id": self.run_id,
+            "workflow": self.workflow,
+            "mode": self.mode,
+            "job_id": self.job_id,
+            "sky_job_ids": self.job_ids,
+            "submitted_yaml_path": self.submitted_yaml_path,
+            "launch_transaction": last,
+            "launch_transactions": self.transactions,
+            "error": None,
+        }
+        if self.error is not None:
+            payload["error"] = {
+                "category": self.error.category,
+                "message": self.error.message,
+                "remedy": self.error.remedy,
+            }
+        return payload
+
+
+def logical_launch_id(*parts: str) -> str:
+    """``npa-launch-`` + 32 hex of sha256 over the NUL-joined parts (§1 Identity)."""
+    return "npa-launch-" + hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+
+
+def resume_command(invocation: Sequence[str], run_id: str) -> str:
+    """The identical command with ``--resume-run RUN`` (and no ``--run-id``)."""
+    words: list[str] = []
+    skip = False
+    for word in invocation:
+        if skip:
+            skip = False
+            continue
+        if word in ("--run-id", "--resume-run"):
+            skip = True
+            continue
+        if word.startswith(("--run-id=", "--resume-run=")):
+            continue
+        words.append(word)
+    return shlex.join([*words, "--resume-run", run_id])
+
+
+def _context(request: LiveRequest) -> str:
+    if request.infra:
+        if not request.infra.startswith("k8s/") or not request.infra.removeprefix("k8s/"):
+            raise UsageError(
+                f"--infra {request.infra!r} is not k8s/<context>",
+                remedy="pass the exact kubeconfig context, e.g. --infra k8s/my-cluster",
+            )
+        return request.infra.removeprefix("k8s/")
+    if request.stack is not None and request.stack.context:
+        return request.stack.context
+    raise UsageError(
+        "a live submit needs the exact Kubernetes context: there is no fallback to the "
+        "kubeconfig's current context",
+        remedy="pass --infra k8s/<context>, or --stack NAME whose stack file sets npa-infra:context",
+    )
+
+
+def open_adapters(
+    env: Mapping[str, str],
+    given: LiveServices | None,
+    *,
+    context: str,
+    stack_name: str | None,
+    stack: StackSettings | None = None,
+    sky_bin: str | None = None,
+    isolated_config_dir: str | None = None,
+) -> tuple[SkyPilot, KubeCluster, Clock, IsolatedDir]:
+    """SkyPilot for the stack's isolated directory, the exact context, and the clock."""
+    from npa_infra.kube import kubeconfig
+    from npa_infra.skypilot import isolation
+    from npa_infra.skypilot import resolve as sky_resolve
+
+    given = given or LiveServices()
+    config = npa_config.load_config(env)
+    if given.isolated_dir is not None:
+        isolated = isolation.IsolatedDir(given.isolated_dir)
+    else:
+        isolated = isolation.resolve_isolated_dir(isolated_config_dir, env, config, stack_name)
+    controller = isolation.ControllerSettings(
+        cpus=stack.controller_cpus if stack else 2,
+        memory_gb=stack.controller_memory_gb if stack else 8,
+        pod_config=stack.controller_pod_config if stack else None,
+    )
+    kube_config, _ = kubeconfig.resolve(context, env)  # an unknown context fails here, exit 1
+    isolated.prepare(env, context=context, controller=controller)
+    if given.sky is not None:
+        sky = given.sky(isolated, env)
+    else:
+        from npa_infra.skypilot.skycli import SkyCli
+
+        binary = sky_resolve.resolve_binary(sky_bin, env, config)
+        sky = SkyCli(binary.path, isolated, env)
+    if given.cluster is not None:
+        cluster = given.cluster(kube_config.path, context)
+    else:
+        from npa_infra.kube.client import KubeApi
+
+        cluster = KubeApi(kube_config.path, context)
+    clock = given.clock or Clock(time.time, time.sleep, random.random)
+    return sky, cluster, clock, isolated
+
+
+def _boto_store() -> ObjectStore:
+    from npa_infra.storage.s3 import BotoStore
+
+    return BotoStore.create()
+
+
+def _write_task(isolated: IsolatedDir, run_id: str, job: RenderedJob) -> Path:
+    """``D/submissions/<run>/<job>.yaml``, 0600; deterministic, so identity is stable."""
+    directory = isolated.root / "submissions" / run_id
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = directory / f"{job.job_name}.yaml"
+    tmp = path.with_suffix(".yaml.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(job.text)
+    os.replace(tmp, path)
+    return path
+
+
+def execute(
+    request: LiveRequest, env: Mapping[str, str], services: LiveServices | None = None
+) -> LiveResult:
+    """Launch (or re-enter) the run; never raises for an expected outcome.
+
+    Raises:
+        UsageError, ConfigError, KubeError: before anything is journaled.
+        RunLockedError: another process is submitting this run.
+    """
+    from npa_infra.journal import lock as run_lock
+    from npa_infra.journal.store import Journal
+
+    context = _context(request)
+    home = npa_config.npa_home(env)
+    secrets = credentials.resolve_values(
+        request.secret_names, env, npa_home=home, stack=request.stack_name
+    )
+    sky, cluster, clock, isolated = open_adapters(
+        env,
+        services,
+        context=context,
+        stack_name=request.stack_name,
+        stack=request.stack,
+        sky_bin=request.sky_bin,
+        isolated_config_dir=request.isolated_config_dir,
+    )
+    command = resume_command(request.invocation, request.run_id)
+    journal = Journal.open(home, secret_values=secrets.values())
+    try:
+        with run_lock.RunLock(
+            home, request.stack_name, request.run_id, argv=list(request.invocation), now=clock.now()
+        ):
+            _open_run(journal, request, command, clock.now(), context)
+            driver = LaunchDriver(sky, journal, clock, cluster=cluster)
+            from npa_infra.workflow import supervisor
+
+            return supervisor.run_waves(
+                request,
+                journal=journal,
+                driver=driver,
+                sky=sky,
+                clock=clock,
+                store=(services.store if services and services.store else _boto_store),
+                launch=lambda job, wave_index, new_attempt=False: _launch_wave(
+                    request,
+                    journal,
+                    driver,
+                    sky,
+                    clock,
+                    isolated,
+                    job,
+                    wave_index,
+                    infra=f"k8s/{context}",
+                    secrets=secrets,
+                    command=command,
+                    new_attempt=new_attempt,
+                ),
+            )
+    finally:
+        journal.close()
+
+
+def _open_run(
+    journal: Journal, request: LiveRequest, command: str, now: float, context: str
+) -> None:
+    from npa_infra.journal.records import RunRow
+
+    existing = journal.get_run(request.run_id)
+    if existing is not None and existing.fingerprint != request.fingerprint:
+        raise RunStateError(
+            f"run {request.run_id} was submitted from a different plan "
+            f"(fingerprint {existing.fingerprint}, now {request.fingerprint})",
+            remedy="resume with the identical spec, --var values and flags, or start a new run "
+            "without --resume-run",
+            details={"run_id": request.run_id},
+        )
+    if request.resume and existing is None:
+        raise RunStateError(
+            f"unknown run {request.run_id}: the journal has no such run",
+            remedy="check the id with `npa workbench workflow status RUN_ID`, or submit without "
+            "--resume-run to start it",
+            details={"run_id": request.run_id},
+        )
+    if existing is not None and not request.resume and existing.status != "ROLLED_BACK":
+        raise RunStateError(
+            f"run {request.run_id} already exists (status {existing.status})",
+            remedy=f"continue it with: {command}; or choose another --run-id",
+            details={"run_id": request.run_id},
+        )
+    if existing is None:
+        journal.create_run(
+            RunRow(
+                run_id=request.run_id,
+                stack=request.stack_name or "",
+                workflow=request.workflow,
+                mode=_run_mode(request.mode),
+                spec_path=str(request.spec_path),
+                fingerprint=request.fingerprint,
+                resume_argv=shlex.split(command),
+                status="LAUNCHING",
+                lifecycle_state="prepared",
+                created_at=now,
+                updated_at=now,
+                data={
+                    "infra": request.infra,
+                    "context": context,
+                    "secret_names": list(request.secret_names),
+                    **dict(request.extra),
+                },
+            )
+        )
+    journal.append_event(request.run_id, "submit" if not request.resume else "resume", {}, now=now)
+    journal.append_event(request.run_id, "preflight", {"hooks": preflight_hooks()}, now=now)
+
+
+def preflight_hooks() -> list[dict[str, str]]:
+    """The pre-launch hooks a live submit runs after the run is durable and before staging.
+
+    Registry preflight and source staging are separate capabilities; until
+    they are built their hooks record ``skipped`` so the journal shows what
+    was not checked.
+    """
+    return [
+        {"hook": "image_preflight", "decision": "skipped", "reason": "not built in this version"},
+        {"hook": "source_staging", "decision": "skipped", "reason": "not built in this version"},
+    ]
+
+
+def _run_mode(mode: str) -> RunMode:
+    if mode not in ("one-shot", "runtime", "raw"):
+        raise InvariantError(f"unknown run mode {mode!r}")
+    return mode  # type: ignore[return-value]  # narrowed by the membership test
+
+
+def _launch_wave(
+    request: LiveRequest,
+    journal: Journal,
+    driver: LaunchDriver,
+    sky: SkyPilot,
+    clock: Clock,
+    isolated: IsolatedDir,
+    job: RenderedJob,
+    wave_index: int,
+    *,
+    infra: str,
+    secrets: Mapping[str, str],
+    command: str,
+    new_attempt: bool = False,
+) -> TransactionRecord:
+    """One wave: re-enter its latest attempt, or start attempt 1 (or the next, for a retry).
+
+    A retry is a new immutable attempt: a new ``-aN`` name and a new logical
+    launch id (runtime-reference.md §3), so it can never be confused with the
+    attempt it replaces.
+    """
+    from npa_infra.journal.records import AttemptRow, WaveRow
+
+    latest = journal.latest_attempt(request.run_id, wave_index)
+    number = latest.attempt if latest is not None else 1
+    if new_attempt and latest is not None:
+        number = latest.attempt + 1
+    name = _attempt_name(job.job_name, number)
+    path = _write_task(isolated, request.run_id, dataclasses.replace(job, job_name=name))
+    yaml_digest = hashlib.sha256(job.text.encode()).hexdigest()
+    wave_part = "single-wave" if request.mode != "runtime" else f"wave-{wave_index:03d}"
+    lid = logical_launch_id(
+        request.stack_name or "default", request.run_id, wave_part, f"attempt-{number}", yaml_digest
+    )
+    key = AttemptKey(request.run_id, wave_index, number)
+    now = clock.now()
+    if latest is None or number != latest.attempt:
+        if not journal.waves(request.run_id) or all(
+            w.wave_index != wave_index for w in journal.waves(request.run_id)
+        ):
+            journal.upsert_wave(
+                WaveRow(
+                    run_id=request.run_id,
+                    wave_index=wave_index,
+                    key=f"{wave_index:03d}|{job.execution}|{job.job_name}",
+                    name=job.job_name,
+                    kind=job.execution,
+                    states=[str(d.get("name")) for d in job.documents if "execution" not in d],
+                    status="pending",
+                    updated_at=now,
+                )
+            )
+        journal.create_attempt(
+            AttemptRow(
+                run_id=request.run_id,
+                wave_index=wave_index,
+                attempt=number,
+                job_name=name,
+                logical_launch_id=lid,
+                created_at=now,
+                status="pending",
+                job_id=None,
+                sky_status=None,
+                data={"yaml_sha256": yaml_digest, "task_yaml": str(path)},
+                updated_at=now,
+            )
+        )
+    stored = journal.transaction(lid)
+    if stored is None:
+        record = transaction.begin(
+            logical_launch_id=lid, job_name=name, context=infra.removeprefix("k8s/"), now=now
+        )
+        driver.checkpoint(key, record)
+    else:
+        record = codec.record_from_json(stored.record)
+        if record.state in SUCCESS_STATES:
+            return record
+        record = _reenter(record, clock)
+    journal.update_run(request.run_id, status="LAUNCHING", lifecycle_state="mutating", now=now)
+    try:
+        record = driver.run(
+            key, record, task_yaml=path, infra=infra, secrets=secrets, resume_command=command
+        )
+    finally:
+        journal.update_attempt(
+            request.run_id,
+            wave_index,
+            number,
+            status=record.state.value,
+            job_id=record.job_id,
+            now=clock.now(),
+        )
+    return record
+
+
+def _attempt_name(base: str, attempt: int) -> str:
+    if attempt < 2:
+        return base
+    suffix = f"-a{attempt}"
+    return base[: 60 - len(suffix)] + suffix
+
+
+def _reenter(record: TransactionRecord, clock: Clock) -> TransactionRecord:
+    """Re-arm an unfinished or blocked record for ``--resume-run``.
+
+    A launch that failed with a terminal category after its absence was
+    verified stays as it is (sticky, runtime-reference.md §3
+    ``resume_block_terminal_or_legacy_absence``): retrying it cannot help until
+    the cause is fixed, and then a new run is the honest record.
+    """
+    if record.state is LaunchState.TERMINAL_FAILURE and record.launch_sequence > 0:
+        return record
+    return transaction.reenter(record, now=clock.now())
+
+
+def outcome_error(record: TransactionRecord, command: str) -> NpaError | None:
+    """The error a finished transaction maps to (cli.md §1.4 exit codes), or None."""
+    if record.state in SUCCESS_STATES:
+        return None
+    reason = f"{record.recovery_decision.value or record.state.value} ({record.category.value})"
+    details: dict[str, object] = {
+        "logical_launch_id": record.logical_launch_id,
+        "job_name": record.job_name,
+    }
+    if record.state is LaunchState.INTERRUPTED:
+        return InterruptedRunError(
+            f"interrupted; the launch record is saved: {reason}",
+            remedy=f"rerun: {command}",
+            details=details,
+        )
+    if record.launch_sequence == 0:
+        return LaunchFailedError(
+            f"nothing was launched: {reason}"
+            + (
+                f": {record.primary_error or record.reconciliation_error}"
+                if (record.primary_error or record.reconciliation_error)
+                else ""
+            ),
+            remedy=f"fix the cause and rerun: {command} (no launch request was sent; nothing to clean up)",
+            details=details,
+        )
+    if record.state is LaunchState.TERMINAL_FAILURE:
+        return LaunchFailedError(
+            f"the launch failed and the job is verified absent: {reason}: {record.primary_error}",
+            remedy="fix the cause, then submit a new run",
+            details=details,
+        )
+    return UncertainOutcomeError(
+        f"the launch outcome is not proven: {reason}",
+        remedy=record.operator_remedy or f"rerun the identical command: {command}",
+        details=details,
+    )

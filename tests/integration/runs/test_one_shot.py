@@ -1,0 +1,184 @@
+"""One-shot live submits against the simulator and the Kubernetes double."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from npa_infra.errors import RunStateError
+from npa_infra.skypilot.isolation import ControllerSettings
+from tests.integration.runs.world import ROOT, World
+
+MINIMAL = ROOT / "workflows/testing/minimal.yaml"
+
+
+def test_submit_one_shot_clean_launch_is_submitted_and_reconciled(world: World) -> None:
+    result = world.submit(MINIMAL, run_id="min-run-1")
+    assert result.exit_code == 0, result.to_json()
+    assert result.status == "SUBMITTED"
+    tx = result.transactions[-1]
+    assert tx["state"] == "submitted"
+    assert tx["recovery_decision"] == "submitted_and_reconciled"
+    assert tx["launch_sequence"] == 1
+    jobs = world.jobs_named(tx["job_name"])
+    assert len(jobs) == 1
+    assert result.job_id == jobs[0]["job_id"]
+
+
+def _launches(world: World) -> int:
+    return sum(1 for _ in world.sim_jobs())
+
+
+def test_submit_transient_first_launch_recovers_at_sequence_2_in_same_command(world: World) -> None:
+    # runtime-reference.md §15 "Live": the first POST fails, then the run reaches
+    # sequence 2 with kubernetes_transport, >= 2 absent reconciliations, a final
+    # found, and >= 3 readiness samples.
+    world.faults({"command": "jobs.launch", "nth": 1, "action": "fail", "kind": "transport"})
+    result = world.submit(MINIMAL, run_id="transient-1")
+    tx = result.transactions[-1]
+    assert result.exit_code == 0, tx
+    assert tx["state"] == "submitted"
+    assert tx["launch_sequence"] == 2
+    assert tx["category"] == "kubernetes_transport"
+    states = [r["state"] for r in tx["reconciliations"]]
+    assert states.count("absent") >= 2 and states[-1] == "found"
+    samples = sum(len(r.get("samples", [])) for r in tx["readiness"])
+    assert samples >= 3
+    assert _launches(world) == 1
+    assert any(d > 0 for d in world.clock.slept)  # a backoff happened, on the virtual clock
+
+
+def test_submit_accepted_then_transport_error_adopts_the_one_job(world: World) -> None:
+    world.faults(
+        {"command": "jobs.launch", "nth": 1, "action": "accept_then_fail", "kind": "transport"}
+    )
+    result = world.submit(MINIMAL, run_id="adopt-1")
+    tx = result.transactions[-1]
+    assert result.exit_code == 0, tx
+    assert (tx["state"], tx["recovery_decision"]) == ("adopted", "adopt_after_uncertain_launch")
+    assert tx["launch_sequence"] == 1
+    assert _launches(world) == 1
+
+
+def test_submit_auth_refusal_never_retries_and_exits_1(world: World) -> None:
+    world.faults({"command": "jobs.launch", "action": "fail", "kind": "auth"})
+    result = world.submit(MINIMAL, run_id="auth-1")
+    tx = result.transactions[-1]
+    assert result.exit_code == 1
+    assert (tx["state"], tx["recovery_decision"]) == (
+        "terminal_failure",
+        "verified_absent_no_retry",
+    )
+    assert tx["category"] == "auth"
+    assert tx["launch_sequence"] == 1
+    assert _launches(world) == 0
+
+
+def test_submit_unreadable_first_queue_is_a_no_op_rollback_that_blocks_nothing(
+    world: World,
+) -> None:
+    world.faults({"command": "jobs.queue", "nth": 1, "action": "fail", "kind": "unknown"})
+    first = world.submit(MINIMAL, run_id="rollback-1")
+    assert first.exit_code == 1
+    assert first.status == "ROLLED_BACK"
+    assert first.transactions[-1]["launch_sequence"] == 0
+    assert _launches(world) == 0
+    again = world.submit(MINIMAL, run_id="rollback-1")  # the same command, no --resume-run
+    assert again.exit_code == 0, again.to_json()
+    assert _launches(world) == 1
+
+
+def _launch_out_of_band(world: World, name: str) -> None:
+    """Another client launches a job with ``name`` under the same controller identity."""
+    task = world.root / "other.yaml"
+    task.write_text("name: x\nrun: echo\n", encoding="utf-8")
+    world.isolated.prepare(world.env, context="fake-a", controller=ControllerSettings())
+    subprocess.run(
+        [str(world.sky_bin), "jobs", "launch", "--name", name, "--yes", "--detach-run", str(task)],
+        env=world.isolated.environment(world.env),
+        check=True,
+        capture_output=True,
+    )
+
+
+def test_submit_two_jobs_already_named_like_the_run_is_ambiguous_and_launches_nothing(
+    world: World,
+) -> None:
+    _launch_out_of_band(world, "dup-1")
+    _launch_out_of_band(world, "dup-1")
+    result = world.submit(MINIMAL, run_id="dup-1")
+    tx = result.transactions[-1]
+    assert result.exit_code == 1  # nothing was sent: a no-op rollback
+    assert (tx["state"], tx["recovery_decision"]) == ("indeterminate", "block_indeterminate")
+    assert tx["reconciliations"][-1]["state"] == "ambiguous"
+    assert tx["launch_sequence"] == 0
+    assert len(world.jobs_named("dup-1")) == 2
+
+
+def test_submit_one_job_already_named_like_the_run_is_adopted_not_relaunched(world: World) -> None:
+    _launch_out_of_band(world, "same-1")
+    result = world.submit(MINIMAL, run_id="same-1")
+    tx = result.transactions[-1]
+    assert result.exit_code == 0
+    assert (tx["state"], tx["recovery_decision"]) == ("adopted", "adopt_existing")
+    assert len(world.jobs_named("same-1")) == 1
+
+
+def test_submit_delayed_appearance_waits_for_the_request_then_reconciles(world: World) -> None:
+    world.faults(
+        {"command": "jobs.launch", "nth": 1, "action": "delay_appearance", "queue_calls": 3}
+    )
+    result = world.submit(MINIMAL, run_id="delay-1")
+    tx = result.transactions[-1]
+    assert result.exit_code == 0, tx
+    assert tx["state"] == "submitted"
+    assert tx["launch_sequence"] == 1
+    assert _launches(world) == 1
+
+
+def test_resume_with_changed_plan_is_refused(world: World) -> None:
+    assert world.submit(MINIMAL, run_id="fp-1").exit_code == 0
+    with pytest.raises(RunStateError, match="different plan"):
+        world.submit(MINIMAL, resume_run="fp-1", variables={"bucket": "other-bucket"})
+
+
+def test_resume_of_unknown_run_is_refused(world: World) -> None:
+    with pytest.raises(RunStateError, match="unknown run"):
+        world.submit(MINIMAL, resume_run="never-1")
+
+
+def test_submit_existing_run_id_without_resume_is_refused_with_the_resume_command(
+    world: World,
+) -> None:
+    assert world.submit(MINIMAL, run_id="twice-1").exit_code == 0
+    with pytest.raises(RunStateError, match="already exists") as info:
+        world.submit(MINIMAL, run_id="twice-1")
+    assert "--resume-run twice-1" in info.value.remedy
+    assert _launches(world) == 1
+
+
+def test_submit_async_request_failed_transiently_is_retried_after_it_settles(world: World) -> None:
+    world.faults({"command": "jobs.launch", "nth": 1, "action": "request_fails", "kind": "server"})
+    result = world.submit(MINIMAL, run_id="reqfail-1")
+    tx = result.transactions[-1]
+    assert result.exit_code == 0, tx
+    assert tx["state"] == "submitted"
+    assert tx["launch_sequence"] == 2
+    assert tx["category"] == "kubernetes_server"
+    assert len(tx["request_ids"]) == 2
+    assert any(c[:2] == ["api", "logs"] for c in world.sim_calls())
+    assert _launches(world) == 1
+
+
+def test_submit_async_request_failed_on_auth_is_verified_absent_no_retry(world: World) -> None:
+    world.faults({"command": "jobs.launch", "nth": 1, "action": "request_fails", "kind": "rbac"})
+    result = world.submit(MINIMAL, run_id="reqfail-2")
+    tx = result.transactions[-1]
+    assert result.exit_code == 1
+    assert (tx["state"], tx["recovery_decision"]) == (
+        "terminal_failure",
+        "verified_absent_no_retry",
+    )
+    assert tx["category"] == "rbac"
+    assert _launches(world) == 0
