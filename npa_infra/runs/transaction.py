@@ -116,6 +116,22 @@ _REQUEST_FAILED = frozenset({RequestState.FAILED, RequestState.CANCELLED})
 _REENTRY_REMEDY = frozenset(
     {LaunchState.INDETERMINATE, LaunchState.TRANSIENT_API_FAILURE, LaunchState.INTERRUPTED}
 )
+_INTERRUPTED = LaunchState.INTERRUPTED
+_SUBMITTED = LaunchState.SUBMITTED
+_ADOPTED = LaunchState.ADOPTED
+_TERMINAL = LaunchState.TERMINAL_FAILURE
+# What each exit decision says about the name (runtime-reference.md §1 Algorithm).
+_EXISTENCE = {
+    RecoveryDecision.ADOPT_EXISTING: Existence.FOUND,
+    RecoveryDecision.SUBMITTED_AND_RECONCILED: Existence.FOUND,
+    RecoveryDecision.ADOPT_AFTER_UNCERTAIN_LAUNCH: Existence.FOUND,
+    RecoveryDecision.BLOCK_INDETERMINATE: Existence.INDETERMINATE,
+    RecoveryDecision.BLOCK_AFTER_UNCERTAIN_SUCCESS: Existence.INDETERMINATE,
+    RecoveryDecision.READINESS_BLOCKED: Existence.ABSENT,
+    RecoveryDecision.RECOVERY_DEADLINE_EXHAUSTED: Existence.ABSENT,
+    RecoveryDecision.VERIFIED_ABSENT_NO_RETRY: Existence.ABSENT,
+    RecoveryDecision.INTERRUPTED_VERIFIED_ABSENT: Existence.ABSENT,
+}
 _READINESS_STATES = {
     Evidence.TERMINAL: LaunchState.TERMINAL_FAILURE,
     Evidence.TRANSIENT_UNAVAILABLE: LaunchState.TRANSIENT_API_FAILURE,
@@ -210,13 +226,8 @@ def on_readiness(
             return _deadline_exhausted(gated, now)
         return replace(gated, phase=Phase.LAUNCH)
     failed = _failure(gated, category, error or f"readiness {evidence.value}")
-    return _finish(
-        failed,
-        now,
-        state=_READINESS_STATES[evidence],
-        decision=RecoveryDecision.READINESS_BLOCKED,
-        existence=Existence.ABSENT,  # absence was proven before readiness; nothing in flight
-    )
+    # Absence was proven before readiness, and nothing is in flight.
+    return _finish(failed, now, _READINESS_STATES[evidence], RecoveryDecision.READINESS_BLOCKED)
 
 
 def on_launch_intent(record: TransactionRecord, *, now: float) -> TransactionRecord:
@@ -334,28 +345,11 @@ def on_interrupted(record: TransactionRecord, *, now: float) -> TransactionRecor
     marked = _mark_interrupted(record)
     if record.launch_sequence == 0:  # nothing was sent; absent once the first lookup said so
         looked = record.phase not in _INITIAL_PHASES
-        return _finish(
-            marked,
-            now,
-            state=LaunchState.INTERRUPTED,
-            decision=RecoveryDecision.NONE,
-            existence=Existence.ABSENT if looked else Existence.INDETERMINATE,
-        )
+        existence = Existence.ABSENT if looked else Existence.INDETERMINATE
+        return _finish(marked, now, _INTERRUPTED, RecoveryDecision.NONE, existence)
     if _absence_proven(record):
-        return _finish(
-            marked,
-            now,
-            state=LaunchState.INTERRUPTED,
-            decision=RecoveryDecision.INTERRUPTED_VERIFIED_ABSENT,
-            existence=Existence.ABSENT,
-        )
-    return _finish(
-        marked,
-        now,
-        state=LaunchState.INTERRUPTED,
-        decision=RecoveryDecision.BLOCK_INDETERMINATE,
-        existence=Existence.INDETERMINATE,
-    )
+        return _finish(marked, now, _INTERRUPTED, RecoveryDecision.INTERRUPTED_VERIFIED_ABSENT)
+    return _finish(marked, now, _INTERRUPTED, RecoveryDecision.BLOCK_INDETERMINATE)
 
 
 def reenter(
@@ -422,14 +416,8 @@ def _after_initial_lookup(
     record: TransactionRecord, state: ReconciliationState, obs: Reconciliation, now: float
 ) -> TransactionRecord:
     if state is ReconciliationState.FOUND:  # §1 Algorithm 1: adopt whatever the status
-        return _finish(
-            record,
-            now,
-            state=LaunchState.ADOPTED,
-            decision=RecoveryDecision.ADOPT_EXISTING,
-            existence=Existence.FOUND,
-            job_id=obs.job_id,
-        )
+        adopted = replace(record, job_id=obs.job_id)
+        return _finish(adopted, now, LaunchState.ADOPTED, RecoveryDecision.ADOPT_EXISTING)
     if state is ReconciliationState.ABSENT:  # no request of ours exists: authoritative
         return replace(record, phase=Phase.READINESS, existence=Existence.ABSENT)
     return _block(_failure(record, obs.category, "", latest=False), now, _block_decision(record))
@@ -443,18 +431,10 @@ def _after_launch_lookup(
     jitter: float,
 ) -> TransactionRecord:
     if state is ReconciliationState.FOUND:  # §1 Algorithm 3/4: the id comes from the queue
-        return _finish(
-            record,
-            now,
-            state=LaunchState.SUBMITTED if record.accepted else LaunchState.ADOPTED,
-            decision=(
-                RecoveryDecision.SUBMITTED_AND_RECONCILED
-                if record.accepted
-                else RecoveryDecision.ADOPT_AFTER_UNCERTAIN_LAUNCH
-            ),
-            existence=Existence.FOUND,
-            job_id=obs.job_id,
-        )
+        found = replace(record, job_id=obs.job_id)
+        if record.accepted:
+            return _finish(found, now, _SUBMITTED, RecoveryDecision.SUBMITTED_AND_RECONCILED)
+        return _finish(found, now, _ADOPTED, RecoveryDecision.ADOPT_AFTER_UNCERTAIN_LAUNCH)
     if state is not ReconciliationState.ABSENT:
         failed = _failure(record, obs.category, "", latest=False)
         return _block(failed, now, _block_decision(record))
@@ -474,13 +454,8 @@ def _after_authoritative_absence(
     latest = record.last_category
     if latest.transient or latest is Category.INTERRUPTED:  # §1 Algorithm 4, absent + transient
         return _schedule_retry(record, now, jitter)
-    return _finish(
-        _failure(record, Category.UNKNOWN, "launch failed", latest=False),
-        now,
-        state=LaunchState.TERMINAL_FAILURE,
-        decision=RecoveryDecision.VERIFIED_ABSENT_NO_RETRY,
-        existence=Existence.ABSENT,
-    )
+    failed = _failure(record, Category.UNKNOWN, "launch failed", latest=False)
+    return _finish(failed, now, _TERMINAL, RecoveryDecision.VERIFIED_ABSENT_NO_RETRY)
 
 
 def _schedule_retry(record: TransactionRecord, now: float, jitter: float) -> TransactionRecord:
@@ -544,41 +519,28 @@ def _block_decision(record: TransactionRecord) -> RecoveryDecision:
 
 
 def _block(record: TransactionRecord, now: float, decision: RecoveryDecision) -> TransactionRecord:
-    return _finish(
-        record,
-        now,
-        state=LaunchState.INDETERMINATE,
-        decision=decision,
-        existence=Existence.INDETERMINATE,
-    )
+    return _finish(record, now, LaunchState.INDETERMINATE, decision)
 
 
 def _deadline_exhausted(record: TransactionRecord, now: float) -> TransactionRecord:
-    return _finish(
-        record,
-        now,
-        state=LaunchState.TRANSIENT_API_FAILURE,
-        decision=RecoveryDecision.RECOVERY_DEADLINE_EXHAUSTED,
-        existence=Existence.ABSENT,
-    )
+    decision = RecoveryDecision.RECOVERY_DEADLINE_EXHAUSTED
+    return _finish(record, now, LaunchState.TRANSIENT_API_FAILURE, decision)
 
 
 def _finish(
     record: TransactionRecord,
     now: float,
-    *,
     state: LaunchState,
     decision: RecoveryDecision,
-    existence: Existence,
-    job_id: int | None = None,
+    existence: Existence | None = None,
 ) -> TransactionRecord:
+    """End the transaction; existence follows from the decision unless given."""
     return replace(
         record,
         phase=Phase.DONE,
         state=state,
         recovery_decision=decision,
-        existence=existence,
-        job_id=job_id if job_id is not None else record.job_id,
+        existence=_EXISTENCE[decision] if existence is None else existence,
         finished_at=now,
         poll_delay=0.0,
         backoff_delay=0.0,

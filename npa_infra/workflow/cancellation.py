@@ -153,9 +153,7 @@ def _cancel(journal: Journal, sky: SkyPilot, clock: Clock, run_id: str) -> Cance
     remaining = _poll(sky, clock, set(active), report)
     report.remaining_job_ids = sorted(remaining)
     if remaining:
-        report.outcome = (
-            "partial_cancellation" if report.cancelled_job_ids else "verification_failed"
-        )
+        report.outcome = "partial_cancellation"
     return _record(journal, clock, report)
 
 

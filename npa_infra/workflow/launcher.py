@@ -8,7 +8,7 @@ launch sequence) and after it (the request id), and at every exit.
 
 Ids come only from exact-name reconciliation, never from launch output
 (runtime-reference.md §1). Ctrl-C ends the transaction with a durable
-``interrupted`` record and raises ``KeyboardInterrupt`` again.
+``interrupted`` record, which the caller reports as exit 130.
 """
 
 from __future__ import annotations
@@ -174,9 +174,8 @@ class LaunchDriver:
             while not record.done:
                 record = self._step(key, record, task_yaml, infra, secrets)
         except KeyboardInterrupt:
+            # the interrupted record is durable before the command reports exit 130
             record = transaction.on_interrupted(record, now=self._clock.now())
-            self._finish(key, record, resume_command)
-            raise
         return self._finish(key, record, resume_command)
 
     def _finish(

@@ -35,7 +35,7 @@ from npa_infra.errors import (
     UsageError,
 )
 from npa_infra.runs import codec, transaction
-from npa_infra.runs.models import LaunchState, TransactionRecord
+from npa_infra.runs.models import LaunchState, ReconciliationState, TransactionRecord
 from npa_infra.workflow import credentials
 from npa_infra.workflow.launcher import AttemptKey, Clock, LaunchDriver
 
@@ -280,7 +280,7 @@ def execute(
         with run_lock.RunLock(
             home, request.stack_name, request.run_id, argv=list(request.invocation), now=clock.now()
         ):
-            _open_run(journal, request, command, clock.now(), context)
+            _open_run(journal, request, command, clock.now(), context, secrets)
             driver = LaunchDriver(sky, journal, clock, cluster=cluster)
             from npa_infra.workflow import supervisor
 
@@ -311,7 +311,12 @@ def execute(
 
 
 def _open_run(
-    journal: Journal, request: LiveRequest, command: str, now: float, context: str
+    journal: Journal,
+    request: LiveRequest,
+    command: str,
+    now: float,
+    context: str,
+    secrets: Mapping[str, str],
 ) -> None:
     from npa_infra.journal.records import RunRow
 
@@ -354,7 +359,7 @@ def _open_run(
                 data={
                     "infra": request.infra,
                     "context": context,
-                    "secret_names": list(request.secret_names),
+                    **_secret_record(request.secret_names, secrets),
                     **dict(request.extra),
                 },
             )
@@ -374,6 +379,17 @@ def preflight_hooks() -> list[dict[str, str]]:
         {"hook": "image_preflight", "decision": "skipped", "reason": "not built in this version"},
         {"hook": "source_staging", "decision": "skipped", "reason": "not built in this version"},
     ]
+
+
+def _secret_record(names: Sequence[str], secrets: Mapping[str, str]) -> dict[str, object]:
+    """Names and a fingerprint of the values (runtime-reference.md §2), never the values."""
+    from npa_infra.journal import guard
+
+    return {
+        "secret_names": list(names),
+        "secret_fingerprint": guard.fingerprint(dict(secrets)) if secrets else None,
+        "values_persisted": False,
+    }
 
 
 def _run_mode(mode: str) -> RunMode:
@@ -445,7 +461,11 @@ def _launch_wave(
                 status="pending",
                 job_id=None,
                 sky_status=None,
-                data={"yaml_sha256": yaml_digest, "task_yaml": str(path)},
+                data={
+                    "yaml_sha256": yaml_digest,
+                    "task_yaml": str(path),
+                    **_secret_record(request.secret_names, secrets),
+                },
                 updated_at=now,
             )
         )
@@ -458,6 +478,7 @@ def _launch_wave(
     else:
         record = codec.record_from_json(stored.record)
         if record.state in SUCCESS_STATES:
+            _verify_adopted(record, sky, clock, journal, key)
             return record
         record = _reenter(record, clock)
     journal.update_run(request.run_id, status="LAUNCHING", lifecycle_state="mutating", now=now)
@@ -475,6 +496,35 @@ def _launch_wave(
             now=clock.now(),
         )
     return record
+
+
+def _verify_adopted(
+    record: TransactionRecord, sky: SkyPilot, clock: Clock, journal: Journal, key: AttemptKey
+) -> None:
+    """On resume, the stored id must still be the one job with the attempt's exact name."""
+    from npa_infra.workflow.launcher import reconcile
+
+    found = reconcile(sky, record.job_name, clock.now())
+    journal.append_event(
+        key.run_id,
+        "resume_lookup",
+        {"wave": key.wave_index, "attempt": key.attempt, **found.to_json()},
+        now=clock.now(),
+    )
+    if found.state is ReconciliationState.FOUND and found.job_id != record.job_id:
+        raise UncertainOutcomeError(
+            f"{record.job_name} now belongs to job {found.job_id}, but the journal adopted "
+            f"job {record.job_id}",
+            remedy="inspect both jobs with `sky jobs queue`; npa will not guess which is the run",
+            details={"job_name": record.job_name},
+        )
+    if found.state in (ReconciliationState.AMBIGUOUS, ReconciliationState.UNAVAILABLE):
+        raise UncertainOutcomeError(
+            f"cannot verify {record.job_name} (job {record.job_id}): the queue answered "
+            f"{found.state.value} {found.error}".strip(),
+            remedy="rerun the same command once `sky jobs queue` answers",
+            details={"job_name": record.job_name},
+        )
 
 
 def _attempt_name(base: str, attempt: int) -> str:

@@ -201,23 +201,20 @@ def _verify(report: StatusReport, queue: QueueResult, cluster: KubeCluster) -> S
 
 
 def _blockers(cluster: KubeCluster, job_id: int, rows: list[Any]) -> list[dict[str, Any]]:
+    """The pending reason of the job's pods (kubernetes.md §6); a failed read is reported, not hidden."""
     from npa_infra.errors import KubeError
-    from npa_infra.kube import pending
+    from npa_infra.kube import failures, pending
 
     cluster_name = next((r.cluster_name_on_cloud for r in rows if r.cluster_name_on_cloud), None)
     try:
         pods = cluster.job_pods(job_id, cluster_name=cluster_name)
+        if not pods:
+            return []
+        not_ready = pending.not_ready_nodes(cluster.nodes())
     except KubeError as exc:
-        return [
-            {
-                "code": "KUBERNETES_DIAGNOSTICS_UNAVAILABLE",
-                "class": "unknown",
-                "evidence": exc.message,
-            }
-        ]
-    if not pods:
-        return []
-    return [pending.diagnose(pods, job_id=job_id).to_json()]
+        failure = pending.diagnostic_failure(failures.kind_of(exc), exc.message, job_id=job_id)
+        return [failure.to_json()]
+    return [pending.diagnose(pods, job_id=job_id, nodes_not_ready=not_ready).to_json()]
 
 
 def _aggregate(statuses: list[str], mode: str | None) -> str:

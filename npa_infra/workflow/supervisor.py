@@ -14,7 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from npa_infra.errors import LaunchFailedError, NpaError, UncertainOutcomeError
+from npa_infra.errors import (
+    InterruptedRunError,
+    LaunchFailedError,
+    NpaError,
+    UncertainOutcomeError,
+)
 from npa_infra.runs.models import TransactionRecord
 from npa_infra.skypilot.models import TERMINAL_STATUSES, JobStatus, QueueVerdict
 
@@ -63,11 +68,33 @@ def run_waves(
     """Launch every wave in order; one-shot stops after the launch, runtime waits for each."""
     from npa_infra.workflow import live
 
-    if request.mode == "runtime" and request.replan is not None:
-        return _run_routed(request, journal, sky, clock, store, launch)
-
     records: list[TransactionRecord] = []
     job_ids: list[int] = []
+    command = live.resume_command(request.invocation, request.run_id)
+    try:
+        if request.mode == "runtime" and request.replan is not None:
+            return _run_routed(request, journal, sky, clock, store, launch, records, job_ids)
+        return _run_listed(request, journal, sky, clock, launch, records, job_ids)
+    except KeyboardInterrupt:
+        error = InterruptedRunError(
+            "interrupted while supervising; every launch so far is journaled",
+            remedy=f"rerun: {command}",
+        )
+        return _finish(request, journal, clock, records, job_ids, error)
+
+
+def _run_listed(
+    request: LiveRequest,
+    journal: Journal,
+    sky: SkyPilot,
+    clock: Clock,
+    launch: Launch,
+    records: list[TransactionRecord],
+    job_ids: list[int],
+) -> LiveResult:
+    """The rendered jobs in order (one-shot: one serial pipeline; no routing)."""
+    from npa_infra.workflow import live
+
     command = live.resume_command(request.invocation, request.run_id)
     policy = PollPolicy(**dict(request.extra.get("poll") or {}))
     for index, job in enumerate(request.jobs):
@@ -102,6 +129,8 @@ def _run_routed(
     clock: Clock,
     store: Callable[[], ObjectStore],
     launch: Launch,
+    records: list[TransactionRecord],
+    job_ids: list[int],
 ) -> LiveResult:
     """Runtime mode with decisions: run the plan prefix, read the decision, re-plan, go on.
 
@@ -114,8 +143,6 @@ def _run_routed(
     assert request.replan is not None
     run = journal.get_run(request.run_id)
     decided: dict[str, str] = dict((run.data if run else {}).get("decisions") or {})
-    records: list[TransactionRecord] = []
-    job_ids: list[int] = []
     done: set[int] = set()
     command = live.resume_command(request.invocation, request.run_id)
     while True:

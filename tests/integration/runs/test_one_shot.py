@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from npa_infra.errors import RunStateError
+from npa_infra.errors import RunStateError, UncertainOutcomeError
 from npa_infra.skypilot.isolation import ControllerSettings
 from tests.integration.runs.world import ROOT, World
 
@@ -182,3 +182,57 @@ def test_submit_async_request_failed_on_auth_is_verified_absent_no_retry(world: 
     )
     assert tx["category"] == "rbac"
     assert _launches(world) == 0
+
+
+def test_ctrl_c_during_backoff_is_exit_130_then_resume_launches_once(world: World) -> None:
+    world.faults({"command": "jobs.launch", "nth": 1, "action": "fail", "kind": "transport"})
+    original = world.clock.sleep
+    calls = {"n": 0}
+
+    def interrupting_sleep(seconds: float) -> None:
+        calls["n"] += 1
+        if seconds > 0 and calls["n"] > 3:  # past the readiness samples: the retry backoff
+            world.clock.sleep = original  # type: ignore[method-assign]  # one interrupt only
+            raise KeyboardInterrupt
+        original(seconds)
+
+    world.clock.sleep = interrupting_sleep  # type: ignore[method-assign]  # Ctrl-C stand-in
+    result = world.submit(MINIMAL, run_id="ctrlc-1")
+    tx = result.transactions[-1]
+    assert result.exit_code == 130, tx
+    assert result.status == "RECOVERY_REQUIRED"
+    assert (tx["state"], tx["recovery_decision"]) == ("interrupted", "interrupted_verified_absent")
+    assert "--resume-run ctrlc-1" in tx["operator_remedy"]
+    assert _launches(world) == 0
+    resumed = world.submit(MINIMAL, resume_run="ctrlc-1")
+    assert resumed.exit_code == 0, resumed.to_json()
+    assert _launches(world) == 1
+
+
+def test_journal_keeps_secret_names_and_fingerprint_never_values(world: World) -> None:
+    from npa_infra.journal.store import Journal
+
+    world.env["NPA_FP_TOKEN"] = "fp-value-1234"
+    assert world.submit(MINIMAL, run_id="fp-2", secret_env=["NPA_FP_TOKEN"]).exit_code == 0
+    journal = Journal.open(world.home)
+    try:
+        run = journal.get_run("fp-2")
+        attempt = journal.attempts("fp-2")[0]
+    finally:
+        journal.close()
+    assert run is not None
+    for data in (run.data, attempt.data):
+        assert data["secret_names"] == ["NPA_FP_TOKEN"]
+        assert len(data["secret_fingerprint"]) == 16
+        assert data["values_persisted"] is False
+
+
+def test_resume_of_a_submitted_run_verifies_the_exact_name_still_maps_to_its_id(
+    world: World,
+) -> None:
+    first = world.submit(MINIMAL, run_id="verify-1")
+    assert first.exit_code == 0
+    _launch_out_of_band(world, "verify-1")  # a second job now carries the run's exact name
+    with pytest.raises(UncertainOutcomeError, match="cannot verify"):
+        world.submit(MINIMAL, resume_run="verify-1")
+    assert len(world.jobs_named("verify-1")) == 2  # nothing launched, nothing guessed

@@ -110,3 +110,17 @@ def test_cancel_with_unreadable_queue_is_verification_failed_exit_2(world: World
     world.faults({"command": "jobs.queue", "action": "fail", "kind": "server"})
     report = world.cancel("c-2")
     assert (report.outcome, report.exit_code) == ("verification_failed", 2)
+
+
+def test_cancel_that_never_reaches_terminal_is_partial_exit_2_with_what_remains(
+    world: World,
+) -> None:
+    # a RUNNING job goes through CANCELLING; this one stays there past the poll deadline
+    world.faults(
+        {"command": "jobs.launch", "action": "timeline", "statuses": ["RUNNING"]},
+        {"command": "jobs.cancel", "action": "slow_cancel", "delay": 10_000},
+    )
+    result = world.submit(MINIMAL, run_id="c-3")
+    report = world.cancel("c-3")
+    assert (report.outcome, report.exit_code) == ("partial_cancellation", 2), report.to_json()
+    assert report.remaining_job_ids == [result.job_id]

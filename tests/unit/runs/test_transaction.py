@@ -46,7 +46,7 @@ TRANSIENT_ERROR = LaunchOutcome(
 TERMINAL_ERROR = LaunchOutcome(accepted=False, error="Forbidden (403)", category=Category.RBAC)
 
 
-def found(job_id: int = 7, status: str = "RUNNING") -> Reconciliation:
+def found(job_id: int = 7, status: str | None = "RUNNING") -> Reconciliation:
     return Reconciliation(ReconciliationState.FOUND, job_ids=(job_id,), status=status)
 
 

@@ -22,7 +22,8 @@ Invariants (runtime-reference.md §1):
 - a ``job_id`` only ever comes from a ``found`` reconciliation of a real job;
 - a finished record's decision agrees with its existence, and an ``absent``
   existence is true in the world;
-- the deadline bounds the time spent while retrying.
+- the deadline bounds the time spent while retrying;
+- every record survives the journal (``to_json`` then ``codec.record_from_json``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from npa_infra.runs import backoff, classifier, transaction
+from npa_infra.runs import backoff, classifier, codec, transaction
 from npa_infra.runs.classifier import ClassifierPhase
 from npa_infra.runs.models import (
     Category,
@@ -152,7 +153,7 @@ class LaunchTransactionMachine(RuleBasedStateMachine):
         self.record = transaction.begin(
             logical_launch_id="npa-launch-x", job_name=NAME, context="kind", now=self.now
         )
-        self.durable = self.record
+        self._journal()
         self.launches = 0
         self.authoritative_absent = False  # since the last LAUNCH or re-entry
         self.reentries = 0
@@ -174,7 +175,7 @@ class LaunchTransactionMachine(RuleBasedStateMachine):
             now=self.now,
             deadline_seconds=deadline,
         )
-        self.durable = self.record
+        self._journal()
 
     # -- the driver loop ---------------------------------------------------------------------
     @precondition(lambda self: not self.record.done)
@@ -201,13 +202,13 @@ class LaunchTransactionMachine(RuleBasedStateMachine):
     def interrupt(self, fire: bool) -> None:
         if fire:
             self.record = transaction.on_interrupted(self.record, now=self.now)
-            self.durable = self.record
+            self._journal()
 
     @precondition(lambda self: not self.record.done and self.reentries < MAX_REENTRIES)
     @rule(fire=RARELY)
     def crash_and_reenter(self, fire: bool) -> None:
         if fire:
-            self._reenter(self.durable, crashed=True)
+            self._reenter(self._reload(), crashed=True)
 
     @precondition(
         lambda self: (
@@ -283,7 +284,7 @@ class LaunchTransactionMachine(RuleBasedStateMachine):
         before = self.record.launch_sequence
         self.record = transaction.on_launch_intent(self.record, now=self.now)
         assert self.record.launch_sequence == before + 1
-        self.durable = self.record  # journaled BEFORE the POST
+        self._journal()  # journaled BEFORE the POST
         self.launches += 1
         self.authoritative_absent = False
         self.hard_failure_fed = False
@@ -312,11 +313,11 @@ class LaunchTransactionMachine(RuleBasedStateMachine):
 
     def _launch_outcome(self, kind: str, request_id: str, data: st.DataObject) -> None:
         if kind == "crash" and self.reentries < MAX_REENTRIES:
-            self._reenter(self.durable, crashed=True)
+            self._reenter(self._reload(), crashed=True)
             return
         if kind == "interrupt":
             self.record = transaction.on_interrupted(self.record, now=self.now)
-            self.durable = self.record
+            self._journal()
             return
         if kind == "accepted":
             outcome = LaunchOutcome(accepted=True, request_id=request_id)
@@ -368,7 +369,7 @@ class LaunchTransactionMachine(RuleBasedStateMachine):
         self.record = transaction.reenter(
             record, now=self.now, deadline_seconds=self.deadline_seconds
         )
-        self.durable = self.record
+        self._journal()
         self.authoritative_absent = False
         if crashed:
             # What the world said after the journaled record died with the process: the
@@ -377,7 +378,15 @@ class LaunchTransactionMachine(RuleBasedStateMachine):
 
     def _checkpoint_if_done(self) -> None:
         if self.record.done:
-            self.durable = self.record
+            self._journal()
+
+    def _journal(self) -> None:
+        """Checkpoint the record as the journal stores it: its JSON form."""
+        self.durable = self.record.to_json()
+
+    def _reload(self) -> TransactionRecord:
+        """After a crash: the last checkpoint, read back through the journal codec."""
+        return codec.record_from_json(self.durable)
 
     # -- invariants ----------------------------------------------------------------------------
     @invariant()
@@ -430,6 +439,10 @@ class LaunchTransactionMachine(RuleBasedStateMachine):
     def deadline_bounds_time(self) -> None:
         if not self.record.done:
             assert self.now <= self.record.deadline + backoff.CAP + backoff.REQUEST_POLL
+
+    @invariant()
+    def record_survives_the_journal(self) -> None:
+        assert codec.record_from_json(self.record.to_json()) == self.record
 
     @invariant()
     def first_failure_kept(self) -> None:
