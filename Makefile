@@ -16,7 +16,7 @@ ifneq ($(wildcard $(SHARED)/design/tool-catalog.json),)
 export NPA_TOOL_CATALOG ?= $(SHARED)/design/tool-catalog.json
 endif
 
-.PHONY: demo test lint bench clean kubectl
+.PHONY: demo test lint bench clean kubectl registry-tools
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,7 +38,12 @@ lint: $(STAMP)
 kubectl:
 	@command -v kubectl >/dev/null || (apt-get update && apt-get install -y kubernetes-client)
 
-test: lint kubectl
+# The image-preflight tests run a real registry on loopback (registry.md §5.1): Debian's
+# docker-registry (CNCF distribution 2.8.2), htpasswd from apache2-utils, and openssl.
+registry-tools:
+	@(command -v docker-registry && command -v htpasswd) >/dev/null || (apt-get update && apt-get install -y docker-registry apache2-utils openssl)
+
+test: lint kubectl registry-tools
 	$(BIN)/python -m pytest
 
 # The benchmark compares against `sky --help` of the bootstrapped SkyPilot when one exists
