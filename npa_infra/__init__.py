@@ -11,17 +11,21 @@ from typing import Any
 
 __all__ = [
     "CancelReport",
+    "ImagePreflightReport",
     "LiveResult",
     "NpaError",
     "PlanReport",
     "SpecError",
+    "StageResult",
     "StatusReport",
     "SubmitOptions",
     "SubmitReport",
     "ValidationReport",
     "cancel_run",
     "plan_spec",
+    "preflight_images",
     "run_status",
+    "stage_src",
     "submit",
     "validate_spec",
 ]
@@ -32,6 +36,8 @@ _HOMES = {
     "PlanReport": "npa_infra.workflow.api",
     "ValidationReport": "npa_infra.workflow.api",
     "plan_spec": "npa_infra.workflow.api",
+    "preflight_images": "npa_infra.workflow.api",
+    "ImagePreflightReport": "preflight.images",
     "validate_spec": "npa_infra.workflow.api",
     "SubmitOptions": "npa_infra.workflow.submission",
     "SubmitReport": "npa_infra.workflow.submission",
@@ -41,6 +47,8 @@ _HOMES = {
     "run_status": "npa_infra.workflow.runstatus",
     "CancelReport": "npa_infra.workflow.cancellation",
     "cancel_run": "npa_infra.workflow.cancellation",
+    "StageResult": "npa_infra.source.staging",
+    "stage_src": "npa_infra.workflow.sourcing",
 }
 
 

@@ -9,7 +9,8 @@ Every failure a user can cause or meet is an ``NpaError``: a one-sentence
     ├── SpecError             the workflow spec is invalid (exit 1); carries located issues
     ├── RenderError           a valid plan cannot be rendered for SkyPilot (exit 1)
     ├── ConfigError           local configuration or environment is missing or wrong (exit 1)
-    │   └── MissingSecretError    a --secret-env name has no value anywhere we may look
+    │   ├── MissingSecretError    a --secret-env name has no value anywhere we may look
+    │   └── StackConfigError      a stack configuration file is invalid; carries located issues
     ├── KubeError             a Kubernetes call failed; ``kind`` says terminal or transient (exit 1)
     ├── StorageError          an object-store (S3) call failed; ``kind`` says absent, forbidden,
     │                         no such bucket, unavailable (transient) or unknown (exit 1)
@@ -17,6 +18,9 @@ Every failure a user can cause or meet is an ``NpaError``: a one-sentence
     │                         e.g. a GPU request the cluster cannot satisfy
     ├── ExternalError         an external tool or service failed (pip, the package index);
     │                         retrying after the named fix may succeed (exit 1)
+    ├── EngineUnavailableError  the Pulumi engine (the `pulumi` CLI or a provider plugin) is
+    │                         not installed; the remedy is the install command (exit 3)
+    ├── StackLockedError      another Pulumi operation holds the stack's lock (exit 1)
     ├── RunLockedError        another process holds this run's lock; its holder is named (exit 1)
     ├── RunStateError         the run's journal forbids the request (unknown run, changed spec,
     │                         a sticky block); the remedy says what is allowed (exit 1)
@@ -39,6 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ConfigError",
+    "EngineUnavailableError",
     "ExternalError",
     "InterruptedRunError",
     "InvariantError",
@@ -52,6 +57,8 @@ __all__ = [
     "RunLockedError",
     "RunStateError",
     "SpecError",
+    "StackConfigError",
+    "StackLockedError",
     "StorageError",
     "UncertainOutcomeError",
     "UsageError",
@@ -122,10 +129,57 @@ class MissingSecretError(ConfigError):
     category = "secret"
 
 
+class StackConfigError(ConfigError):
+    """A stack configuration file is invalid; ``issues`` holds every located problem."""
+
+    category = "stack_config"
+
+    def __init__(self, issues: list[SpecIssue], *, source: str = "") -> None:
+        first = issues[0] if issues else None
+        where = source
+        if first is not None and first.line:
+            where = f"{source}:{first.line}:{first.column}"
+        headline = first.headline() if first is not None else "invalid stack configuration"
+        more = f" (and {len(issues) - 1} more)" if len(issues) > 1 else ""
+        super().__init__(
+            f"{where}: {headline}{more}",
+            remedy=(first.hint if first is not None and first.hint else "")
+            or "fix the listed keys of the stack configuration file",
+            details={
+                "file": source,
+                "issues": [
+                    {
+                        "path": i.path,
+                        "line": i.line,
+                        "column": i.column,
+                        "message": i.message,
+                        "hint": i.hint,
+                    }
+                    for i in issues
+                ],
+            },
+        )
+        self.issues = issues
+        self.source = source
+
+
 class ExternalError(NpaError):
     """An external tool or service failed; the remedy names what to fix before retrying."""
 
     category = "external"
+
+
+class EngineUnavailableError(NpaError):
+    """The Pulumi engine is missing: the ``pulumi`` CLI, or a provider plugin it needs."""
+
+    exit_code = 3
+    category = "engine_unavailable"
+
+
+class StackLockedError(NpaError):
+    """Another Pulumi operation holds the stack's lock; wait for it, or cancel it if it died."""
+
+    category = "stack_locked"
 
 
 class KubeError(NpaError):

@@ -37,13 +37,16 @@ __all__ = [
     "SEED_SPECS",
     "accelerator_requests",
     "gpu_node_lists",
+    "image_reference_texts",
     "mutated_spec_bytes",
     "mutated_spec_texts",
     "random_spec_texts",
     "sky_command_results",
+    "source_files",
     "token_contexts",
     "token_texts",
     "valid_spec_texts",
+    "www_authenticate_texts",
 ]
 
 REPO = Path(__file__).resolve().parents[1]
@@ -788,3 +791,95 @@ def terminal_and_transient_texts(draw: st.DrawFn) -> str:
         *draw(st.lists(st.one_of(_CLASSIFIER_NOISE, st.text(max_size=10)), max_size=4)),
     ]
     return "".join(draw(st.permutations(parts)))
+
+
+# -- registry references and challenges (registry.md §1, §2) -----------------------------------
+
+_REF_PIECES = (
+    "ghcr.io/",
+    "localhost:5000/",
+    "127.0.0.1:5001/",
+    "docker.io/",
+    "[::1]:5000/",
+    "Registry.Example.COM/",
+    "library/",
+    "team/app",
+    "python",
+    "nvidia/cuda",
+    "a__b",
+    "a---b",
+    "UPPER",
+    ":3.11-slim",
+    ":latest",
+    ":-bad",
+    ":" + "t" * 130,
+    "@sha256:" + "0" * 64,
+    "@sha256:abc",
+    "@sha512:" + "f" * 128,
+    "/",
+    "//",
+    ":",
+    "@",
+    "tool://workbench",
+    " ",
+)
+
+
+@st.composite
+def image_reference_texts(draw: st.DrawFn) -> str:
+    """Image references near the grammar: real pieces joined in any order, plus arbitrary text."""
+    pieces = draw(st.lists(st.sampled_from(_REF_PIECES), max_size=6))
+    noise = draw(st.text(max_size=12))
+    return draw(st.sampled_from(("".join(pieces), noise, "".join(pieces) + noise)))
+
+
+_CHALLENGE_PIECES = (
+    "Bearer ",
+    "Basic ",
+    "Negotiate ",
+    'realm="https://auth.docker.io/token"',
+    "realm=https://r.example/t?x=1",
+    'service="registry.docker.io"',
+    'scope="repository:library/python:pull"',
+    'error="insufficient_scope"',
+    '"',
+    "\\",
+    ",",
+    ", ",
+    "=",
+    "==",
+    "abc==",
+    ' realm="unterminated',
+)
+
+
+@st.composite
+def www_authenticate_texts(draw: st.DrawFn) -> str:
+    """``WWW-Authenticate`` values: well-formed challenge parts shuffled with arbitrary text."""
+    pieces = draw(st.lists(st.sampled_from(_CHALLENGE_PIECES), max_size=10))
+    noise = draw(st.text(max_size=16))
+    return draw(st.sampled_from(("".join(pieces), noise, noise.join(pieces))))
+
+
+_PATH_SEGMENT = st.text(
+    alphabet=st.characters(
+        codec="utf-8", categories=("L", "N"), include_characters="._-", exclude_characters="/"
+    ),
+    min_size=1,
+    max_size=8,
+).filter(lambda segment: segment not in (".", ".."))
+
+
+@st.composite
+def source_files(draw: st.DrawFn, min_size: int = 0) -> list[tuple[str, bool, bytes]]:
+    """In-memory checkouts ``[(posix path, executable, bytes)]`` with unique, normal paths,
+    for the source fingerprint's properties (runtime-reference.md §6)."""
+    paths = draw(
+        st.lists(
+            st.lists(_PATH_SEGMENT, min_size=1, max_size=3).map("/".join),
+            min_size=min_size,
+            max_size=12,
+            unique=True,
+        )
+    )
+    return [(path, draw(st.booleans()), draw(st.binary(max_size=64))) for path in paths]

@@ -5,7 +5,7 @@ import sys
 
 import typer
 
-from npa_infra.cli import skypilot, workflow
+from npa_infra.cli import skypilot, stack, workflow
 
 __all__ = ["app", "run"]
 
@@ -24,6 +24,7 @@ workbench = typer.Typer(
 workbench.add_typer(workflow.app, name="workflow")
 app.add_typer(workbench, name="workbench")
 app.add_typer(skypilot.app, name="skypilot")
+app.add_typer(stack.app, name="stack")
 
 
 @app.callback()

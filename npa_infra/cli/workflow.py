@@ -1,4 +1,4 @@
-"""``npa workbench workflow …``: validate-spec, plan-spec, submit, gpus.
+"""``npa workbench workflow …``: validate-spec, plan-spec, preflight-images, submit, stage-src, gpus.
 
 Each command parses its options, calls one function of
 ``npa_infra.workflow.api`` and renders the result. The SDK is imported inside
@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from npa_infra.cli import gpus, output
+from npa_infra.cli import gpus, output, source
 
 if TYPE_CHECKING:
+    from npa_infra.registry.models import CheckResult
     from npa_infra.workflow.api import PlanReport
     from npa_infra.workflow.live import LiveResult
     from npa_infra.workflow.submission import SubmitReport
@@ -28,6 +29,7 @@ app = typer.Typer(
 )
 
 app.command("gpus")(gpus.gpus_cmd)
+app.command("stage-src")(source.stage_src_cmd)
 
 SpecArg = Annotated[Path, typer.Argument(help="Path to an npa.workflow spec.", show_default=False)]
 VarOpt = Annotated[
@@ -44,6 +46,24 @@ AssumeOpt = Annotated[
         help="promote_checkpoint | promote | loop_back | loop_back_to_inner_loop",
     ),
 ]
+ImageOpt = Annotated[
+    str | None, typer.Option("--image", help="Image for all steps (none = no image).")
+]
+ImageOverrideOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--image-override", "--tool-image", help="TOOL_REF=IMAGE, exact or prefix (repeatable)."
+    ),
+]
+RegistryOpt = Annotated[str | None, typer.Option("--registry", help="Registry for catalog images.")]
+InsecureOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--insecure-registry",
+        help="HOST that may be contacted over plain HTTP (loopback always may; repeatable).",
+    ),
+]
+StackOpt = Annotated[str | None, typer.Option("--stack", "-p", "--project", help="Stack name.")]
 
 
 @contextmanager
@@ -137,6 +157,60 @@ def plan_spec(
     _print_plan(report)
 
 
+def _print_checks(rows: "list[CheckResult] | tuple[CheckResult, ...]") -> None:
+    """One line per image: status, image, digest (and platform digest), then the remedy."""
+    for row in rows:
+        digest = row.digest or "-"
+        if row.platform_digest:
+            digest += f" (platform {row.platform_digest})"
+        line = f"{row.status.value:<16} {row.image}  {digest}"
+        if row.status != "ok":
+            line += f"  {row.detail}; next: {row.remedy}"
+        output.out(line)
+
+
+@app.command("preflight-images")
+def preflight_images(
+    spec: SpecArg,
+    var: VarOpt = None,
+    assume_decision: AssumeOpt = None,
+    image: ImageOpt = None,
+    image_override: ImageOverrideOpt = None,
+    registry: RegistryOpt = None,
+    insecure_registry: InsecureOpt = None,
+    stack: StackOpt = None,
+    catalog: CatalogOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check every image the spec can run (all decision outcomes) against its registry.
+
+    Exit codes: 0 every image ok; 1 a definite failure (forbidden, unauthorized,
+    not_found, invalid, no_credentials, untrusted_realm); 2 only unproven results
+    (unreachable, error).
+    """
+    from npa_infra.workflow import api, options
+
+    with _guard(as_json):
+        report = api.preflight_images(
+            spec,
+            variables=options.parse_vars(var or []),
+            assume_decision=options.check_assumption(assume_decision),
+            image=image,
+            image_overrides=options.parse_overrides(image_override or []),
+            registry=registry,
+            insecure_registries=list(insecure_registry or []),
+            stack=stack,
+            catalog_path=catalog,
+        )
+    if as_json:
+        output.emit_json(report.to_json())
+    else:
+        _print_checks(report.rows)
+        output.out(f"preflight: {report.decision} ({len(report.rows)} image(s), {report.platform})")
+    if report.exit_code:
+        raise typer.Exit(report.exit_code)
+
+
 def _print_submit(report: "SubmitReport") -> None:
     output.out(f"run: {report.run_id}  workflow: {report.workflow}  mode: {report.mode}")
     if report.plan is not None:
@@ -165,7 +239,17 @@ def _print_submit(report: "SubmitReport") -> None:
     for hint in report.secret_env_hints:
         state = "set" if hint["available"] else "NOT SET"
         output.out(f"secret {hint['name']}: {state} (passed by name at launch, never written)")
+    _print_preflight(report.preflight)
+    source.print_plan(report.source)
     output.out("not submitted (--plan-only): nothing was launched")
+
+
+def _print_preflight(preflight: dict[str, Any]) -> None:
+    from npa_infra.registry.models import CheckResult
+
+    _print_checks([CheckResult.model_validate(row) for row in preflight.get("checks", [])])
+    reason = f" ({preflight['reason']})" if preflight.get("reason") else ""
+    output.out(f"image preflight: {preflight.get('decision')}{reason}")
 
 
 @app.command("submit")
@@ -181,18 +265,17 @@ def submit(
     runtime: Annotated[bool, typer.Option("--runtime", help="One managed job per wave.")] = False,
     var: VarOpt = None,
     assume_decision: AssumeOpt = None,
-    image: Annotated[
-        str | None, typer.Option("--image", help="Image for all steps (none = no image).")
-    ] = None,
-    image_override: Annotated[
-        list[str] | None,
+    image: ImageOpt = None,
+    image_override: ImageOverrideOpt = None,
+    registry: RegistryOpt = None,
+    insecure_registry: InsecureOpt = None,
+    preflight_images: Annotated[
+        bool,
         typer.Option(
-            "--image-override", "--tool-image", help="TOOL_REF=IMAGE, exact or prefix (repeatable)."
+            "--preflight-images/--no-preflight-images",
+            help="Check every image's registry manifest before anything is launched.",
         ),
-    ] = None,
-    registry: Annotated[
-        str | None, typer.Option("--registry", help="Registry for catalog images.")
-    ] = None,
+    ] = True,
     infra: Annotated[str | None, typer.Option("--infra", help="k8s/<exact context>.")] = None,
     secret_env: Annotated[
         list[str] | None,
@@ -201,9 +284,7 @@ def submit(
             help="Environment variable NAME passed as a SkyPilot secret (repeatable).",
         ),
     ] = None,
-    stack: Annotated[
-        str | None, typer.Option("--stack", "-p", "--project", help="Stack name.")
-    ] = None,
+    stack: StackOpt = None,
     max_concurrency: Annotated[int, typer.Option("--max-concurrency", min=0)] = 0,
     no_accept_eula: Annotated[
         bool, typer.Option("--no-accept-eula", help="Clear ACCEPT_EULA=Y.")
@@ -233,6 +314,32 @@ def submit(
         int,
         typer.Option("--retries", min=0, help="Payload retries per runtime wave (N+1 attempts)."),
     ] = 0,
+    max_infrastructure_recoveries: Annotated[
+        int,
+        typer.Option(
+            "--max-infrastructure-recoveries",
+            min=0,
+            help="Verified relaunches per wave on proven transient infrastructure failures (0 = none).",
+        ),
+    ] = 1,
+    infrastructure_grace_seconds: Annotated[
+        float,
+        typer.Option(
+            "--infrastructure-grace-seconds",
+            min=0.0,
+            help="How long a transient pending blocker is tolerated before cancel and relaunch.",
+        ),
+    ] = 600.0,
+    stage_src: Annotated[
+        bool | None,
+        typer.Option(
+            "--stage-src/--no-stage-src",
+            help="Force restaging the NPA source (conflicts with --image), or never stage it. "
+            "Default: stage only when the saved source is missing or outdated.",
+            show_default=False,
+        ),
+    ] = None,  # None: automatic, neither flag given
+    source_root: source.SourceOpt = None,
     resume_alias: Annotated[
         bool, typer.Option("--resume", hidden=True, help="Accepted; implied by --resume-run.")
     ] = False,
@@ -286,16 +393,28 @@ def submit(
             poll_seconds=poll_seconds,
             max_wait_seconds=max_wait_seconds,
             retries=retries,
+            max_infrastructure_recoveries=max_infrastructure_recoveries,
+            infrastructure_grace_seconds=infrastructure_grace_seconds,
+            preflight_images=preflight_images,
+            insecure_registries=list(insecure_registry or []),
+            stage_src=stage_src is True,
+            no_stage_src=stage_src is False,
+            source_root=source_root,
         )
-        report = submission.submit(spec, opts)
+        from npa_infra.workflow import live
+
+        services = None if json_out else live.LiveServices(progress=output.warn)
+        report = submission.submit(spec, opts, services=services)
     if not isinstance(report, submission.SubmitReport):
         _finish_live(report, json_out)
         return
     if json_out:
         output.emit_json(report.to_json())
-        return
-    output.warn_spec([], str(spec), placeholder_bucket=report.bucket_is_placeholder)
-    _print_submit(report)
+    else:
+        output.warn_spec([], str(spec), placeholder_bucket=report.bucket_is_placeholder)
+        _print_submit(report)
+    if report.exit_code:
+        raise typer.Exit(report.exit_code)
 
 
 def _finish_live(result: "LiveResult", json_out: bool) -> None:

@@ -152,6 +152,15 @@ class Journal:
         sql = "SELECT * FROM runs ORDER BY updated_at DESC, run_id DESC LIMIT ?"
         return [RunRow.from_row(r) for r in self._read(sql, (max(limit, 0),))]
 
+    def runs(self, *, stack: str | None = None) -> list[RunRow]:
+        """Every run (of ``stack`` when given), oldest first: the teardown gate reads them all."""
+        if stack is None:
+            rows = self._read("SELECT * FROM runs ORDER BY created_at, run_id")
+        else:
+            sql = "SELECT * FROM runs WHERE stack = ? ORDER BY created_at, run_id"
+            rows = self._read(sql, (stack,))
+        return [RunRow.from_row(r) for r in rows]
+
     def update_run(
         self,
         run_id: str,

@@ -29,7 +29,7 @@ from npa_infra.spec import numbers, tokens
 from npa_infra.spec.model import Spec, State
 from npa_infra.spec.source import PathKey
 
-__all__ = ["build_plan", "resolve_assumption", "step_limit"]
+__all__ = ["build_plan", "config_truthy", "dry_run_walk", "resolve_assumption", "step_limit"]
 
 
 def step_limit(spec: Spec) -> int:
@@ -197,7 +197,7 @@ class Walk:
 
     def transition(self, state: State) -> str:
         for tr in state.transitions:
-            if tr.if_config and not _config_truthy(tr.if_config, self.config):
+            if tr.if_config and not config_truthy(tr.if_config, self.config):
                 continue
             if tr.when is None or decisions.evaluate(tr.when, self.decision):
                 return tr.goto
@@ -343,6 +343,28 @@ class Walk:
         return max(1, min(value, members))
 
 
+def dry_run_walk(spec: Spec, catalog: Catalog, config: dict[str, Any], run: dict[str, Any]) -> Walk:
+    """A walk that can step any state out of order (the token dry run of dsl.md §4).
+
+    Every loop counter is 1 and every declared output has a placeholder URI,
+    so ``step`` resolves any state's tokens without running the states before it.
+    """
+    walk = Walk(spec, catalog, config, run, "", limit=10**9)
+    walk.loops = {name: 1 for name, st in spec.states.items() if st.loop is not None}
+    walk.state_outputs = {
+        name: {
+            "uri": f"s3://validate/{name}/output_1",
+            **{
+                f"output_{i}": f"s3://validate/{name}/output_{i}"
+                for i in range(1, len(st.outputs) + 1)
+            },
+        }
+        for name, st in spec.states.items()
+        if st.outputs
+    }
+    return walk
+
+
 def _last_writer(spec: Spec, state: State) -> str:
     """The last ``writesDecision`` child of sequence ``state``, or empty (dsl.md §5.4)."""
     for child in reversed(state.sequence):
@@ -352,7 +374,8 @@ def _last_writer(spec: Spec, state: State) -> str:
     return ""
 
 
-def _config_truthy(ref: str, config: Mapping[str, Any]) -> bool:
+def config_truthy(ref: str, config: Mapping[str, Any]) -> bool:
+    """Whether a transition's ``if_config`` reference is truthy in ``config``."""
     key = ref.strip()
     if key.startswith("{{") and key.endswith("}}"):
         key = key[2:-2].strip()

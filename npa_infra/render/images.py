@@ -4,7 +4,10 @@ Order: exact ``--image-override TOOLREF=IMG``; the longest prefix override;
 ``--image`` (``none``/``default``/``-`` mean no image); the profile's
 ``image`` (``tool://X`` maps to tool X's catalog image); the catalog image
 of the longest matching toolRef prefix. A digest found by preflight replaces
-the tag so the renderer emits exactly what was checked.
+the tag so the renderer emits exactly what was checked: ``pins`` maps an
+image to the ``<registry>/<repo>@sha256:…`` reference preflight resolved
+(registry.md §3), ``digests`` an image to a bare digest; a mutable tag is
+never emitted for a pinned image.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ class ImageSelection:
     global_image: str | None = None
     registry: str = pins.DEFAULT_REGISTRY
     digests: Mapping[str, str] = field(default_factory=dict)
+    pins: Mapping[str, str] = field(default_factory=dict)
 
 
 def _override(tool_ref: str, overrides: Sequence[tuple[str, str]]) -> str | None:
@@ -42,8 +46,11 @@ def _override(tool_ref: str, overrides: Sequence[tuple[str, str]]) -> str | None
     return best[1] if best else None
 
 
-def _pin(image: str, digests: Mapping[str, str]) -> str:
-    digest = digests.get(image)
+def _pin(image: str, sel: ImageSelection) -> str:
+    pinned = sel.pins.get(image)
+    if pinned:
+        return pinned
+    digest = sel.digests.get(image)
     if not digest or "@" in image:
         return image
     repo = image
@@ -71,7 +78,7 @@ def resolve_image(tool_ref: str, profile_image: object, sel: ImageSelection) -> 
     if chosen is None and tool_ref:
         served_by = pins.image_name_for_tool(tool_ref)
         chosen = pins.catalog_image(served_by, sel.registry) if served_by else None
-    return _pin(chosen, sel.digests) if chosen else None
+    return _pin(chosen, sel) if chosen else None
 
 
 def is_immutable_qualified(image: str) -> bool:

@@ -275,6 +275,15 @@ def render_task(
             remedy="export NPA_SRC_S3_URI=s3://… (npa workbench workflow stage-src prints it), "
             "or give the step an image",
         )
+    if _truthy(s.config.get("source_overlay")) and not s.src_s3_uri:
+        # Without a URI the setup script would skip the overlay and silently run the
+        # image's own code (runtime-reference.md §6: overlay steps need staged source).
+        raise RenderError(
+            f"planned step '{step.state}' overlays NPA source (config.source_overlay) "
+            "but NPA_SRC_S3_URI is unset",
+            remedy="let submit stage the checkout (drop --no-stage-src), or export "
+            "NPA_SRC_S3_URI=s3://… (npa workbench workflow stage-src prints it)",
+        )
     raw_k8s = profile.get("kubernetes")
     k8s_block: dict[str, Any] = raw_k8s if isinstance(raw_k8s, dict) else {}
     pod_config: dict[str, Any] = copy.deepcopy(k8s_block.get("pod_config") or {})

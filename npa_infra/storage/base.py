@@ -1,21 +1,24 @@
 """The one interface the logic layers use to read and probe an object store.
 
-Runtime mode needs exactly four things from S3: read a small artifact (a
-decision), prove a declared output key or prefix exists after success
-(runtime-reference.md §2), and write a small object (ledgers, tests). Reads
-and probes separate authoritative absence from "could not tell", so a
+Runtime mode reads a small artifact (a decision), proves a declared output
+key or prefix exists after success (runtime-reference.md §2) and writes small
+objects; source staging uploads a tree (runtime-reference.md §6); the stack's
+source prefix deletes what it staged, when asked (pulumi.md §3). Reads and
+probes separate authoritative absence from "could not tell", so a
 fail-closed caller never mistakes an outage for a missing object.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
-from npa_infra.storage.models import ObjectProbe, S3Uri
+from npa_infra.storage.models import ObjectProbe, S3Uri, Upload
 
-__all__ = ["MAX_READ_BYTES", "ObjectStore"]
+__all__ = ["MAX_READ_BYTES", "UPLOAD_WORKERS", "ObjectStore"]
 
 MAX_READ_BYTES = 1024 * 1024  # artifacts read through the store are small: 1 MiB by default
+UPLOAD_WORKERS = 8  # runtime-reference.md §6: the source tree is uploaded by 8 workers
 
 
 class ObjectStore(Protocol):
@@ -53,5 +56,28 @@ class ObjectStore(Protocol):
 
         Raises:
             StorageError: the write failed or its outcome is unknown.
+        """
+        ...
+
+    def delete_prefix(self, uri: S3Uri) -> int:
+        """Delete every object whose key starts with ``uri.key``; return how many.
+
+        Raises:
+            StorageError: the listing or a delete failed (some objects may be gone);
+                ``invalid_uri`` when ``uri`` has no key (never the whole bucket).
+        """
+        ...
+
+    def upload_files(self, uploads: Sequence[Upload], *, workers: int = UPLOAD_WORKERS) -> None:
+        """Put every file at its URI, ``workers`` transfers at a time (large files multipart).
+
+        Returns only when every upload succeeded; on the first failure the rest are
+        cancelled, and objects already written stay (the caller's marker, written
+        last, is what makes a prefix count).
+
+        Raises:
+            StorageError: an upload failed or its outcome is unknown; ``invalid_uri``
+                for a URI without a key.
+            ConfigError: a local file could not be read.
         """
         ...

@@ -13,11 +13,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 from npa_infra.errors import StorageError
 
-__all__ = ["MAX_KEY_BYTES", "ObjectProbe", "ProbeState", "S3Uri", "StorageErrorKind"]
+__all__ = ["MAX_KEY_BYTES", "ObjectProbe", "ProbeState", "S3Uri", "StorageErrorKind", "Upload"]
 
 MAX_KEY_BYTES = 1024  # S3's own limit on a key's UTF-8 length
 _SCHEME = "s3://"
@@ -88,6 +89,14 @@ class S3Uri:
 
     def __str__(self) -> str:
         return f"{_SCHEME}{self.bucket}/{self.key}"
+
+
+@dataclass(frozen=True, slots=True)
+class Upload:
+    """One local file to put at ``uri`` (source staging, runtime-reference.md §6)."""
+
+    path: Path
+    uri: S3Uri
 
 
 class ProbeState(StrEnum):

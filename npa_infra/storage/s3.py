@@ -10,17 +10,21 @@ Every upstream failure goes through ``errors.translate`` (style.md rule 8).
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import threading
+from collections.abc import Sequence
 from typing import Any
 
-from npa_infra.errors import StorageError
+from npa_infra.errors import ConfigError, StorageError
 from npa_infra.storage import errors
-from npa_infra.storage.base import MAX_READ_BYTES
-from npa_infra.storage.models import ObjectProbe, ProbeState, S3Uri, StorageErrorKind
+from npa_infra.storage.base import MAX_READ_BYTES, UPLOAD_WORKERS
+from npa_infra.storage.models import ObjectProbe, ProbeState, S3Uri, StorageErrorKind, Upload
 
 __all__ = ["BotoStore"]
 
 _DETAIL_CAP = 500
+MULTIPART_BYTES = 8 * 1024 * 1024  # files from 8 MiB up go as parallel 8 MiB parts
 
 
 class BotoStore:
@@ -44,6 +48,8 @@ class BotoStore:
         self._page_size = page_size
         self._client: Any = None  # a boto3 S3 client; boto3 ships no type hints
         self._lock = threading.Lock()
+        self._requests = 0
+        self._requests_lock = threading.Lock()
 
     @classmethod
     def create(
@@ -177,6 +183,114 @@ class BotoStore:
         except errors.upstream_errors() as exc:
             raise self._translate(exc, "write", uri, errors.classify(exc)) from exc
 
+    def delete_prefix(self, uri: S3Uri) -> int:
+        """Delete every object under the prefix, a listed page (<= 1000 keys) per request.
+
+        Raises:
+            StorageError: the listing or a delete failed; ``invalid_uri`` without a key.
+        """
+        _require_key(uri, "delete under")
+        upstream = errors.upstream_errors()
+        deleted = 0
+        try:
+            pages = self._s3().get_paginator("list_objects_v2")
+            listing = pages.paginate(
+                Bucket=uri.bucket, Prefix=uri.key, PaginationConfig={"PageSize": self._page_size}
+            )
+            for page in listing:
+                keys = [{"Key": entry["Key"]} for entry in page.get("Contents") or ()]
+                if not keys:
+                    continue
+                answer = self._s3().delete_objects(
+                    Bucket=uri.bucket, Delete={"Objects": keys, "Quiet": True}
+                )
+                failed = answer.get("Errors") or []
+                if failed:
+                    first = failed[0]
+                    raise StorageError(
+                        f"could not delete {len(failed)} object(s) under {uri}: "
+                        f"{first.get('Key')}: {first.get('Code')} {first.get('Message')}",
+                        remedy="check the credentials allow s3:DeleteObject, then rerun",
+                        details={"kind": StorageErrorKind.UNKNOWN.value, "uri": str(uri)},
+                    )
+                deleted += len(keys)
+        except upstream as exc:
+            raise self._translate(exc, "delete under", uri, errors.classify(exc)) from exc
+        return deleted
+
+    def upload_files(self, uploads: Sequence[Upload], *, workers: int = UPLOAD_WORKERS) -> None:
+        """Put every file through one s3transfer manager: ``workers`` threads in all.
+
+        Small files go as one PUT each, ``workers`` at a time; a file of
+        ``MULTIPART_BYTES`` or more goes as a multipart upload whose parts share
+        the same threads. The first failure cancels the transfers still queued.
+
+        Raises:
+            StorageError: an upload failed or its outcome is unknown; ``invalid_uri``
+                for a URI without a key.
+            ConfigError: a local file could not be read.
+        """
+        for item in uploads:
+            _require_key(item.uri, "upload")
+        if not uploads:
+            return
+        from boto3.s3.transfer import (  # type: ignore[import-untyped]  # boto3 ships no type hints
+            TransferConfig,
+            create_transfer_manager,
+        )
+
+        config = TransferConfig(
+            multipart_threshold=MULTIPART_BYTES,
+            multipart_chunksize=MULTIPART_BYTES,
+            max_concurrency=max(1, workers),
+            use_threads=True,
+        )
+        manager = create_transfer_manager(self._s3(), config)
+        upstream = errors.upstream_errors()
+        current = uploads[0]
+        cancel = True
+        try:
+            futures = [
+                (item, manager.upload(str(item.path), item.uri.bucket, item.uri.key))
+                for item in uploads
+            ]
+            for item, future in futures:
+                current = item  # named in the error if this one failed
+                future.result()
+            cancel = False
+        except upstream as exc:
+            raise self._translate(exc, "upload", current.uri, errors.classify(exc)) from exc
+        except concurrent.futures.CancelledError as exc:  # s3transfer's Cancelled/FatalError
+            raise self._translate(exc, "upload", current.uri, StorageErrorKind.UNKNOWN) from exc
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot read {current.path} to upload it to {current.uri}: {exc.strerror or exc}",
+                remedy="keep the source tree unchanged while it is staged, then rerun",
+                details={"path": str(current.path), "uri": str(current.uri)},
+            ) from exc
+        finally:
+            manager.shutdown(cancel=cancel)
+
+    def connect(self) -> None:
+        """Build the boto3 client now (it reads the AWS config and loads the S3 model).
+
+        For callers that overlap the ~0.2 s this takes with other work, e.g. on a
+        background thread while a source tree is scanned. A failure is left for
+        the next real call to raise, translated, in the caller's thread.
+        """
+        with contextlib.suppress(*errors.upstream_errors()):
+            self._s3()
+
+    @property
+    def request_count(self) -> int:
+        """HTTP requests this store has sent so far, retries included (diagnostics, benchmarks)."""
+        with self._requests_lock:
+            return self._requests
+
+    def _count_request(self, **_: Any) -> None:
+        with self._requests_lock:
+            self._requests += 1
+
     def _s3(self) -> Any:
         """The boto3 client, built once; building it reads the AWS config files and env."""
         with self._lock:
@@ -188,6 +302,8 @@ class BotoStore:
                     "connect_timeout": self._connect_timeout,
                     "read_timeout": self._read_timeout,
                     "retries": {"mode": "standard", "max_attempts": self._max_attempts},
+                    # the upload workers plus the odd concurrent read share one pool
+                    "max_pool_connections": UPLOAD_WORKERS + 2,
                 }
                 if self._endpoint_url:
                     options["s3"] = {"addressing_style": "path"}
@@ -195,6 +311,7 @@ class BotoStore:
                 self._client = session.client(
                     "s3", endpoint_url=self._endpoint_url, config=Config(**options)
                 )
+                self._client.meta.events.register("before-send.s3", self._count_request)
             return self._client
 
     def _absent_unless_no_bucket(self, uri: S3Uri) -> ObjectProbe:

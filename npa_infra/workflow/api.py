@@ -1,4 +1,4 @@
-"""The public SDK of the read-only spec commands: validate and plan.
+"""The public SDK of the read-only spec commands: validate, plan and preflight images.
 
 Each CLI command is a thin wrapper over one function here with the same
 parameters. Results are frozen records with ``to_json()`` in the shapes of
@@ -8,10 +8,10 @@ cli.md and an ``exit_code``. Expected failures raise ``NpaError``s.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from npa_infra.catalog.loader import select_catalog
 from npa_infra.errors import SpecError
@@ -22,7 +22,19 @@ from npa_infra.spec.source import json_path
 from npa_infra.workflow import identity, loading
 from npa_infra.workflow.fingerprint import plan_fingerprint
 
-__all__ = ["PlanReport", "ValidationReport", "plan_error", "plan_spec", "select", "validate_spec"]
+if TYPE_CHECKING:
+    from npa_infra.registry.base import Registry
+    from preflight.images import ImagePreflightReport
+
+__all__ = [
+    "PlanReport",
+    "ValidationReport",
+    "plan_error",
+    "plan_spec",
+    "preflight_images",
+    "select",
+    "validate_spec",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,3 +150,54 @@ def plan_spec(
         bucket_is_placeholder=context.bucket_is_placeholder(plan.config),
         warnings=v.warnings,
     )
+
+
+def preflight_images(
+    spec_path: Path,
+    *,
+    variables: Mapping[str, str] | None = None,
+    assume_decision: str = "",
+    image: str | None = None,
+    image_overrides: Sequence[tuple[str, str]] = (),
+    registry: str | None = None,
+    insecure_registries: Sequence[str] = (),
+    stack: str | None = None,
+    project_root: Path | None = None,
+    catalog_path: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    client: Registry | None = None,
+) -> ImagePreflightReport:
+    """Check every control-flow-reachable image of a spec against its registry (cli.md §1.3).
+
+    Every decision outcome counts, so ``assume_decision`` (kept for parity
+    with ``plan-spec``) never narrows the set. Each distinct image is checked
+    once, concurrently; ``client`` replaces the real registry client.
+
+    Raises:
+        SpecError: the spec is invalid.
+        ConfigError: the stack file, the configuration or the credentials file is unreadable.
+    """
+    from npa_infra.render import images
+    from npa_infra.workflow import imagecheck, stackfile
+
+    del assume_decision  # preview-only: the union over all outcomes is always checked
+    environ = os.environ if env is None else env
+    catalog = select(catalog_path, environ)
+    v = loading.load_validated(spec_path, catalog, variables or {})
+    settings = stackfile.read_stack(stack, project_root or Path.cwd()) if stack else None
+    selection = images.ImageSelection(
+        tuple(image_overrides), image, imagecheck.catalog_registry(registry, settings, environ)
+    )
+    own = client is None
+    checker = client or imagecheck.open_client(
+        environ, stack=stack, insecure_hosts=insecure_registries
+    )
+    try:
+        return imagecheck.run(
+            v.spec, catalog, run_id=f"{v.spec.name}-plan", selection=selection, client=checker
+        )
+    except PlanError as err:
+        raise plan_error(v, err) from None
+    finally:
+        if own:
+            checker.close()

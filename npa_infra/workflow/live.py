@@ -1,8 +1,10 @@
 """A live submit: the journaled, locked launch of a rendered run.
 
 Order (runtime-reference.md §1, receipt write order): take the per-run lock;
-create (or, with ``--resume-run``, re-open and check) the run in the journal;
-write the task YAML; create the attempt; then drive one launch transaction
+create (or, with ``--resume-run``, re-open and check) the run in the journal,
+with its planned source action; stage or verify the NPA source
+(``request.stage_source``, ``workflow.sourcing.apply``: ``planned`` before
+staging); write the task YAML; create the attempt; then drive one launch transaction
 per wave attempt through ``launcher.LaunchDriver``. Intent is durable before
 every external mutation and the outcome after it, so a crash at any line
 leaves a run that ``--resume-run`` re-enters without launching twice.
@@ -76,6 +78,7 @@ class LiveServices:
     readiness: Callable[..., Any] | None = None
     isolated_dir: Path | None = None
     store: Callable[[], ObjectStore] | None = None  # decision artifacts (default: boto3)
+    progress: Callable[[str], None] | None = None  # one line per change, for people (stderr)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +88,7 @@ class RoutedPlan:
     jobs: Sequence[RenderedJob]
     pending: DecisionPoint | None
     decisions_used: tuple[tuple[str, str], ...] = ()
+    outputs: Mapping[int, tuple[str, ...]] = field(default_factory=dict)  # declared, per wave
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +111,8 @@ class LiveRequest:
     isolated_config_dir: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     replan: Callable[[Mapping[str, str]], RoutedPlan] | None = None  # runtime routing
+    # Stages or verifies the NPA source (workflow.sourcing.apply); returns the journal record.
+    stage_source: Callable[[], Mapping[str, Any]] | None = None
 
 
 @dataclass(slots=True)
@@ -281,6 +287,7 @@ def execute(
             home, request.stack_name, request.run_id, argv=list(request.invocation), now=clock.now()
         ):
             _open_run(journal, request, command, clock.now(), context, secrets)
+            _stage_source(journal, request, clock)
             driver = LaunchDriver(sky, journal, clock, cluster=cluster)
             from npa_infra.workflow import supervisor
 
@@ -291,6 +298,8 @@ def execute(
                 sky=sky,
                 clock=clock,
                 store=(services.store if services and services.store else _boto_store),
+                cluster=cluster,
+                progress=services.progress if services else None,
                 launch=lambda job, wave_index, new_attempt=False: _launch_wave(
                     request,
                     journal,
@@ -365,20 +374,62 @@ def _open_run(
             )
         )
     journal.append_event(request.run_id, "submit" if not request.resume else "resume", {}, now=now)
-    journal.append_event(request.run_id, "preflight", {"hooks": preflight_hooks()}, now=now)
+    journal.append_event(
+        request.run_id,
+        "preflight",
+        {"hooks": preflight_hooks(request.extra.get("image_preflight"))},
+        now=now,
+    )
 
 
-def preflight_hooks() -> list[dict[str, str]]:
-    """The pre-launch hooks a live submit runs after the run is durable and before staging.
-
-    Registry preflight and source staging are separate capabilities; until
-    they are built their hooks record ``skipped`` so the journal shows what
-    was not checked.
-    """
+def preflight_hooks(image_preflight: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """What the pre-launch checks decided, for the journal (issue 6's image preflight ran
+    in ``submit`` before anything was journaled; source staging has its own event)."""
+    if image_preflight is None:
+        return [{"hook": "image_preflight", "decision": "skipped", "reason": "not requested"}]
+    checks = image_preflight.get("checks") or []
     return [
-        {"hook": "image_preflight", "decision": "skipped", "reason": "not built in this version"},
-        {"hook": "source_staging", "decision": "skipped", "reason": "not built in this version"},
+        {
+            "hook": "image_preflight",
+            "decision": image_preflight.get("decision"),
+            "reason": image_preflight.get("reason"),
+            "pins": dict(image_preflight.get("pins") or {}),
+            "images": [
+                {"image": c.get("image"), "status": c.get("status"), "digest": c.get("digest")}
+                for c in checks
+                if isinstance(c, Mapping)
+            ],
+        }
     ]
+
+
+def _stage_source(journal: Journal, request: LiveRequest, clock: Clock) -> None:
+    """Stage or verify the source once the run and its planned source are durable (§1, §6).
+
+    A failure is journaled; a run with no wave yet is rolled back (nothing was
+    launched, so the identical command may run again), then the error propagates.
+    """
+    if request.stage_source is None:
+        return
+    planned = request.extra.get("source")
+    if planned is not None and not request.resume:
+        journal.update_run(request.run_id, data={"source": planned}, now=clock.now())
+    try:
+        record = dict(request.stage_source())
+    except NpaError as exc:
+        now = clock.now()
+        journal.append_event(
+            request.run_id,
+            "source_staging",
+            {"decision": "failed", "error": exc.message, "category": exc.category},
+            now=now,
+        )
+        if not journal.waves(request.run_id):
+            journal.update_run(
+                request.run_id, status="ROLLED_BACK", lifecycle_state="rolled-back", now=now
+            )
+        raise
+    journal.append_event(request.run_id, "source_staging", record, now=clock.now())
 
 
 def _secret_record(names: Sequence[str], secrets: Mapping[str, str]) -> dict[str, object]:

@@ -59,19 +59,7 @@ def _token_phase(spec: Spec, catalog: Catalog, c: parse.Collector) -> None:
             f"use one of: {', '.join(decisions.ALLOWED_ASSUMPTIONS)}",
         )
         return
-    walk = planner.Walk(spec, catalog, config, run, "", limit=10**9)
-    walk.loops = {name: 1 for name, st in spec.states.items() if st.loop is not None}
-    walk.state_outputs = {
-        name: {
-            "uri": f"s3://validate/{name}/output_1",
-            **{
-                f"output_{i}": f"s3://validate/{name}/output_{i}"
-                for i in range(1, len(st.outputs) + 1)
-            },
-        }
-        for name, st in spec.states.items()
-        if st.outputs
-    }
+    walk = planner.dry_run_walk(spec, catalog, config, run)
     failed = False
     for st in spec.states.values():
         if not st.has_work:

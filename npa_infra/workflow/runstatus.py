@@ -56,6 +56,7 @@ class StatusReport:
     updated_at: float | None = None
     remedy: str = ""
     detail: str = ""
+    budgets: dict[str, dict[str, Any]] | None = None
 
     @property
     def sky_job_ids(self) -> list[int]:
@@ -76,7 +77,7 @@ class StatusReport:
             "waves": self.waves,
             "transactions": self.transactions,
             "queue_state": self.queue_state,
-            "budgets": None,
+            "budgets": self.budgets,
             "updated_at": self.updated_at,
             "remedy": self.remedy,
             "detail": self.detail,
@@ -132,6 +133,8 @@ def _status(
         updated_at=run.updated_at,
         remedy=shlex.join(run.resume_argv) if run.status == "RECOVERY_REQUIRED" else "",
     )
+    budgets = {f"{w.wave_index:02d}": dict(w.budgets) for w in journal.waves(run_id) if w.budgets}
+    report.budgets = budgets or None
     latest: dict[int, Any] = {}
     for attempt in journal.attempts(run_id):
         latest[attempt.wave_index] = attempt
@@ -145,6 +148,8 @@ def _status(
                 "status": attempt.status,
                 "sky_status": attempt.sky_status,
                 "blockers": [],
+                "last_blocker": (attempt.data or {}).get("blocker"),
+                "outputs": (attempt.data or {}).get("outputs"),
             }
         )
     decided = _journal_status(run.status)

@@ -1,22 +1,33 @@
-"""Read a stack's configuration file without the Pulumi engine (cli.md §0).
+"""A stack's settings for planning and submit: its configuration file, or its outputs (cli.md §0).
 
-``--stack NAME`` selects ``stacks/Pulumi.<NAME>.yaml``; planning reads the
-keys under the ``npa-infra:`` namespace directly. Secret values in the file
-are Pulumi-encrypted and are never read here.
+``--stack NAME`` selects ``stacks/Pulumi.<NAME>.yaml``. Planning and
+``--plan-only`` read the file directly, with no Pulumi engine: the keys under
+the ``npa-infra:`` namespace, validated by the stack's own typed model
+(``npa_infra.stack.config``), so a mistake is reported with its file, line
+and column. Secret values in the file are Pulumi-encrypted and never read
+here.
+
+A live submit prefers what ``npa stack up`` produced: ``resolve_stack`` reads
+the stack's outputs when the engine is present and the stack has been
+brought up, and says which source it used (``StackSettings.source``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from npa_infra.errors import ConfigError
 from npa_infra.skypilot.isolation import ControllerSettings
 
-__all__ = ["StackSettings", "read_stack"]
+if TYPE_CHECKING:
+    from npa_infra.stack.api import EngineFactory
+
+__all__ = ["FROM_FILE", "FROM_OUTPUTS", "StackSettings", "read_stack", "resolve_stack"]
+
+FROM_FILE = "configuration file"
+FROM_OUTPUTS = "stack outputs"
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,9 +39,17 @@ class StackSettings:
     service_account: str = ""
     bucket: str = ""
     registry: str = ""
+    source_prefix: str = ""
+    s3_endpoint: str = ""
     controller_cpus: int = 2
     controller_memory_gb: int = 8
     controller_pod_config: dict[str, Any] | None = None
+    pull_secret_names: tuple[str, ...] = ()
+    src_s3_uri: str = ""  # only from outputs: the staged source the stack owns
+    controller_name: str = ""  # only from outputs
+    skypilot_config_path: str = ""  # only from outputs
+    isolated_config_dir: str = ""  # only from outputs
+    source: str = FROM_FILE
 
     def controller(self) -> ControllerSettings:
         """The jobs controller block of this stack's generated SkyPilot config."""
@@ -42,54 +61,74 @@ class StackSettings:
         )
 
 
-def _positive_int(config: dict[str, Any], key: str, default: int, path: Path) -> int:
-    value = config.get(f"npa-infra:{key}", default)
-    try:
-        number = int(str(value))
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise ConfigError(
-            f"{path}: npa-infra:{key} must be a positive integer, got {value!r}",
-            remedy=f"set npa-infra:{key} to 1 or more",
-        )
-    return number
-
-
 def read_stack(name: str, root: Path) -> StackSettings:
-    path = root / "stacks" / f"Pulumi.{name}.yaml"
-    if not path.is_file():
-        raise ConfigError(
-            f"stack '{name}' has no configuration file at {path}",
-            remedy=f"create {path} or pass an existing --stack",
-        )
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read {path}: {exc}", remedy="fix the stack file's YAML") from exc
-    config = data.get("config") if isinstance(data, dict) else None
-    if not isinstance(config, dict):
-        raise ConfigError(f"{path} has no config: mapping", remedy="see stacks/Pulumi.dev.yaml")
+    """The stack's settings from its configuration file (no engine).
 
-    def get(key: str) -> str:
-        value = config.get(f"npa-infra:{key}", "")
-        return value if isinstance(value, str) else ""
+    Raises:
+        ConfigError: the file is missing or the stack name unusable.
+        StackConfigError: a key is wrong (every issue, located).
+    """
+    from npa_infra.stack import config
 
-    pod_config = config.get("npa-infra:controllerPodConfig")
-    if pod_config is not None and not isinstance(pod_config, dict):
-        raise ConfigError(
-            f"{path}: npa-infra:controllerPodConfig must be a mapping (a partial Pod manifest)",
-            remedy="write it as a YAML mapping, e.g. {spec: {priorityClassName: x}}",
-        )
+    loaded = config.load_stack_file(name, root)
+    cfg = loaded.config
     return StackSettings(
-        name,
-        str(path),
-        get("context"),
-        get("namespace"),
-        get("serviceAccount"),
-        get("bucket"),
-        get("registry"),
-        _positive_int(config, "controllerCpus", 2, path),
-        _positive_int(config, "controllerMemoryGb", 8, path),
-        pod_config,
+        name=name,
+        path=str(loaded.path),
+        context=cfg.context,
+        namespace=cfg.namespace,
+        service_account=cfg.service_account,
+        bucket=cfg.bucket,
+        registry=cfg.registry,
+        source_prefix=cfg.source_prefix,
+        s3_endpoint=cfg.s3_endpoint,
+        controller_cpus=cfg.controller_cpus,
+        controller_memory_gb=cfg.controller_memory_gb,
+        controller_pod_config=dict(cfg.controller_pod_config)
+        if cfg.controller_pod_config is not None
+        else None,
+        pull_secret_names=cfg.pull_secret_names,
+    )
+
+
+def resolve_stack(
+    name: str,
+    root: Path,
+    env: Mapping[str, str],
+    *,
+    engine_factory: EngineFactory | None = None,
+) -> StackSettings:
+    """The file's settings, overlaid with the stack's outputs when the engine has them.
+
+    Without a ``pulumi`` binary, or for a stack never brought up, the file alone
+    is used (``source`` says so); any other engine failure is raised, not guessed past.
+
+    Raises:
+        ConfigError, StackConfigError: as ``read_stack``; also engine failures
+            (StackLockedError, ExternalError, a wrong passphrase).
+    """
+    from npa_infra.errors import ConfigError, EngineUnavailableError
+    from npa_infra.stack import api
+
+    settings = read_stack(name, root)
+    request = api.StackRequest(stack=name, project_root=root)
+    try:
+        outputs = api.stack_outputs(request, env=env, engine_factory=engine_factory)
+    except EngineUnavailableError:
+        return settings
+    except ConfigError as exc:
+        if "has no outputs yet" in exc.message or "does not exist in the backend" in exc.message:
+            return settings
+        raise
+    return replace(
+        settings,
+        context=outputs.context,
+        namespace=outputs.namespace,
+        service_account=outputs.service_account,
+        pull_secret_names=tuple(outputs.pull_secret_names),
+        src_s3_uri=outputs.src_s3_uri,
+        controller_name=outputs.controller_name,
+        skypilot_config_path=outputs.skypilot_config_path,
+        isolated_config_dir=outputs.isolated_config_dir,
+        source=FROM_OUTPUTS,
     )

@@ -11,6 +11,15 @@ each step is rendered with the name SkyPilot matches there, and a request
 the cluster cannot satisfy fails here, locally. The fingerprint and the
 ``plan`` in the JSON stay those of the spec; the remap is reported under
 ``accelerators``.
+
+Image preflight (cli.md §1.3, §1.4) runs after planning and before
+rendering, for a live submit and for ``--plan-only`` alike (the manifest
+checks are read-only), unless ``preflight_images`` is off. It checks every
+control-flow-reachable image; the renderer then pins each resolved image as
+``<registry>/<repo>@sha256:…``. A live submit launches only when every image
+is ``ok``: anything else raises ``PreflightError`` before ``live.execute``, so
+a missing image release costs no cluster time. ``--plan-only`` reports the
+rows under ``preflight`` and exits 1 on a definite failure.
 """
 
 from __future__ import annotations
@@ -20,18 +29,31 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from npa_infra import config as npa_config
-from npa_infra.catalog import images as pins
-from npa_infra.errors import SpecError, UsageError
+from npa_infra.errors import PreflightError, SpecError, UsageError
 from npa_infra.plan import context, planner, waves
 from npa_infra.plan.model import Plan, PlanError
 from npa_infra.render import documents, images, raw
 from npa_infra.render.tasks import RenderSettings, secret_names_for_image
 from npa_infra.spec.model import ExecutionMode
-from npa_infra.workflow import accelerators, api, credentials, identity, live, loading, stackfile
-from npa_infra.workflow.fingerprint import plan_fingerprint
+from npa_infra.workflow import (
+    accelerators,
+    api,
+    credentials,
+    identity,
+    imagecheck,
+    live,
+    loading,
+    sourcing,
+    stackfile,
+)
+from npa_infra.workflow.fingerprint import plan_fingerprint, run_fingerprint
+
+if TYPE_CHECKING:
+    from npa_infra.registry.base import Registry
+    from preflight.images import ImagePreflightReport
 
 __all__ = ["SubmitOptions", "SubmitReport", "submit"]
 
@@ -62,6 +84,20 @@ class SubmitOptions:
     poll_seconds: float = 30.0
     max_wait_seconds: float = 3600.0
     retries: int = 0
+    max_infrastructure_recoveries: int = 1
+    infrastructure_grace_seconds: float = 600.0
+    preflight_images: bool = True
+    insecure_registries: Sequence[str] = ()
+    stage_src: bool = False  # --stage-src: force restaging (runtime-reference.md §6)
+    no_stage_src: bool = False  # --no-stage-src: never stage
+    source_root: Path | None = None  # --source: the checkout to stage (default: editable npa-infra)
+
+
+SKIPPED_PREFLIGHT: dict[str, Any] = {
+    "decision": "skipped",
+    "checks": [],
+    "reason": "--no-preflight-images",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +114,7 @@ class SubmitReport:
     infrastructure: dict[str, Any]
     bucket_is_placeholder: bool = False
     accelerators: accelerators.AcceleratorOutcome | None = None
+    preflight: dict[str, Any] = field(default_factory=lambda: dict(SKIPPED_PREFLIGHT))
     exit_code: int = 0
 
     def to_json(self) -> dict[str, Any]:
@@ -96,11 +133,7 @@ class SubmitReport:
             "fingerprint": self.fingerprint,
             "secret_env_hints": self.secret_env_hints,
             "source": self.source,
-            "preflight": {
-                "decision": "skipped",
-                "checks": [],
-                "reason": "registry preflight is not available in this version",
-            },
+            "preflight": self.preflight,
             "infrastructure": self.infrastructure,
             "accelerators": self.accelerators.to_json() if self.accelerators else [],
             "accelerator_resolution": self.accelerators.summary_json()
@@ -152,12 +185,16 @@ def submit(
     env: Mapping[str, str] | None = None,
     cluster_factory: accelerators.ClusterFactory | None = None,
     services: live.LiveServices | None = None,
+    registry_client: Registry | None = None,
 ) -> SubmitReport | live.LiveResult:
     """Plan and render a spec (or raw SkyPilot YAML); launch it unless ``plan_only``.
 
+    ``registry_client`` replaces the real registry client of image preflight.
+
     Raises:
         SpecError, UsageError, RenderError: the spec, the options or the rendering.
-        PreflightError: a GPU request the ``--infra`` context cannot satisfy.
+        PreflightError: a GPU request the ``--infra`` context cannot satisfy, or
+            (live submits) an image preflight that is not ``ok`` for every image.
         KubeError: reading that context's GPU catalog failed.
         RunLockedError, RunStateError: the run is being submitted elsewhere, or the
             journal forbids it (unknown run, changed plan, existing run id).
@@ -213,12 +250,7 @@ def submit(
     except PlanError as err:
         raise api.plan_error(v, err) from None
     stack = stackfile.read_stack(options.stack, options.project_root) if options.stack else None
-    registry = (
-        options.registry
-        or (stack.registry if stack else "")
-        or environ.get("NPA_REGISTRY")
-        or pins.DEFAULT_REGISTRY
-    )
+    registry = imagecheck.catalog_registry(options.registry, stack, environ)
     gpu = accelerators.resolve_for_plan(
         plan,
         infra=options.infra,
@@ -226,12 +258,26 @@ def submit(
         env=environ,
         cluster_factory=cluster_factory,
     )
-    src = environ.get("NPA_SRC_S3_URI") or environ.get("NPA_E2E_NPA_SRC_S3_URI") or ""
+    selection = images.ImageSelection(tuple(options.image_overrides), options.image, registry)
+    checked = _image_preflight(v, catalog, run_id, selection, options, environ, registry_client)
+    if checked is not None and not options.plan_only and checked.exit_code != 0:
+        raise _refusal(checked, run_id)
+    image_pins = checked.pins() if checked is not None else {}
+    source = sourcing.plan_source(
+        spec,
+        plan,
+        selection=selection,
+        runtime=runtime,
+        request=_source_request(options),
+        env=environ,
+        stack=stack,
+    )
+    src = source.uri
     settings = RenderSettings(
         workflow=spec.name,
         run_id=run_id,
         config=plan.config,
-        selection=images.ImageSelection(tuple(options.image_overrides), options.image, registry),
+        selection=dataclasses.replace(selection, pins=image_pins),
         secret_env=tuple(names),
         src_s3_uri=src,
         accept_eula=options.accept_eula,
@@ -248,9 +294,20 @@ def submit(
             run_id=run_id,
             workflow=spec.name,
             mode="runtime" if runtime else "one-shot",
-            fingerprint=plan_fingerprint(plan),
+            fingerprint=run_fingerprint(plan, image_pins),
             jobs=jobs,
             stack=stack,
+            image_pins=image_pins if checked is not None else None,
+        )
+        # The planned source action is journaled with the run; the staging itself runs
+        # once the run is durable, before the first launch (runtime-reference.md §1, §6).
+        store = services.store if services is not None else None
+        request = dataclasses.replace(
+            request,
+            extra={**request.extra, "source": source.to_json()},
+            stage_source=lambda: sourcing.apply(
+                source, env=environ, store=store() if store is not None else None
+            ),
         )
         if runtime:
 
@@ -277,7 +334,18 @@ def submit(
                     runtime=True,
                     max_concurrency_cap=options.max_concurrency,
                 )
-                return live.RoutedPlan(rendered, routed.pending, routed.decisions_used)
+                outputs = {
+                    wave.index: tuple(
+                        str(out["uri"])
+                        for step in wave.steps
+                        for out in step.outputs
+                        if out.get("uri")
+                    )
+                    for wave in waves.compute(
+                        remapped.plan, max_concurrency_cap=options.max_concurrency
+                    )
+                }
+                return live.RoutedPlan(rendered, routed.pending, routed.decisions_used, outputs)
 
             request = dataclasses.replace(request, replan=replan)
         return live.execute(request, environ, services)
@@ -295,10 +363,52 @@ def submit(
         jobs=jobs,
         yaml_paths=paths,
         secret_env_hints=_secret_hints(sources),
-        source={"status": "selected" if src else "not_required", "uri": src or None},
+        source=source.to_json(),
         infrastructure=_infrastructure(options, stack, runtime),
         bucket_is_placeholder=context.bucket_is_placeholder(plan.config),
         accelerators=gpu,
+        preflight=checked.summary_json() if checked is not None else dict(SKIPPED_PREFLIGHT),
+        exit_code=1 if checked is not None and checked.exit_code == 1 else 0,
+    )
+
+
+def _image_preflight(
+    v: loading.ValidatedSpec,
+    catalog: Any,
+    run_id: str,
+    selection: images.ImageSelection,
+    options: SubmitOptions,
+    env: Mapping[str, str],
+    client: Registry | None,
+) -> ImagePreflightReport | None:
+    """The registry manifest check of every reachable image; None with ``--no-preflight-images``."""
+    if not options.preflight_images:
+        return None
+    own = client is None
+    registry = client or imagecheck.open_client(
+        env, stack=options.stack, insecure_hosts=options.insecure_registries
+    )
+    try:
+        return imagecheck.run(v.spec, catalog, run_id=run_id, selection=selection, client=registry)
+    except PlanError as err:
+        raise api.plan_error(v, err) from None
+    finally:
+        if own:
+            registry.close()
+
+
+def _refusal(report: ImagePreflightReport, run_id: str) -> PreflightError:
+    """cli.md §1.4: a live submit launches only when every image is ``ok``."""
+    failed = report.failures()
+    first = failed[0]
+    listed = ", ".join(f"{row.image} {row.status}" for row in failed[:3])
+    more = f" and {len(failed) - 3} more" if len(failed) > 3 else ""
+    return PreflightError(
+        f"image preflight refused the submit: {len(failed)} of {len(report.rows)} image(s) "
+        f"not usable ({listed}{more}); nothing was launched",
+        remedy=f"{first.remedy or 'fix the image'}; or submit with --no-preflight-images to "
+        "skip the registry check",
+        details={"run_id": run_id, "preflight": report.summary_json()},
     )
 
 
@@ -320,6 +430,17 @@ def _infrastructure(
     }
 
 
+def _source_request(options: SubmitOptions) -> sourcing.SourceRequest:
+    return sourcing.SourceRequest(
+        stage_src=options.stage_src,
+        no_stage_src=options.no_stage_src,
+        source_root=options.source_root,
+        stack_name=options.stack,
+        resume_run=options.resume_run,
+        plan_only=options.plan_only,
+    )
+
+
 def _live_request(
     spec_path: Path,
     options: SubmitOptions,
@@ -330,8 +451,14 @@ def _live_request(
     fingerprint: str,
     jobs: list[documents.RenderedJob],
     stack: stackfile.StackSettings | None,
+    image_pins: Mapping[str, str] | None = None,
 ) -> live.LiveRequest:
     invocation = list(options.invocation) or _invocation(spec_path, options)
+    preflight: dict[str, Any] = (
+        {"decision": "passed", "pins": dict(image_pins)}
+        if image_pins is not None
+        else {"decision": "skipped"}
+    )
     return live.LiveRequest(
         spec_path=spec_path,
         run_id=run_id,
@@ -350,6 +477,9 @@ def _live_request(
         extra={
             "poll": {"interval": options.poll_seconds, "max_wait": options.max_wait_seconds},
             "retries": options.retries,
+            "max_infrastructure_recoveries": options.max_infrastructure_recoveries,
+            "infrastructure_grace": options.infrastructure_grace_seconds,
+            "image_preflight": preflight,
         },
     )
 
@@ -373,6 +503,14 @@ def _invocation(spec_path: Path, options: SubmitOptions) -> list[str]:
         words += ["--image-override", f"{ref}={image}"]
     for name in options.secret_env:
         words += ["--secret-env", name]
+    for host in options.insecure_registries:
+        words += ["--insecure-registry", host]
+    if not options.preflight_images:
+        words.append("--no-preflight-images")
+    if options.no_stage_src:
+        words.append("--no-stage-src")
+    if options.source_root is not None:
+        words += ["--source", str(options.source_root)]
     if options.retries:
         words += ["--retries", str(options.retries)]
     if options.run_id:
@@ -441,4 +579,9 @@ def _submit_raw(
         _secret_hints(sources),
         {"status": "not_required", "uri": None},
         _infrastructure(options, None, False),
+        preflight={
+            "decision": "skipped",
+            "checks": [],
+            "reason": "raw SkyPilot task: images are not resolved by npa-infra",
+        },
     )

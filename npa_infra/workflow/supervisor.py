@@ -10,6 +10,7 @@ journaled before the next one starts.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -20,11 +21,14 @@ from npa_infra.errors import (
     NpaError,
     UncertainOutcomeError,
 )
+from npa_infra.runs import supervision
 from npa_infra.runs.models import TransactionRecord
-from npa_infra.skypilot.models import TERMINAL_STATUSES, JobStatus, QueueVerdict
+from npa_infra.skypilot.models import JobStatus
+from npa_infra.workflow import recovery, watch
 
 if TYPE_CHECKING:
     from npa_infra.journal.store import Journal
+    from npa_infra.kube.base import KubeCluster
     from npa_infra.plan.model import DecisionPoint
     from npa_infra.render.documents import RenderedJob
     from npa_infra.skypilot.base import SkyPilot
@@ -64,6 +68,8 @@ def run_waves(
     clock: Clock,
     store: Callable[[], ObjectStore],
     launch: Launch,
+    cluster: KubeCluster | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> LiveResult:
     """Launch every wave in order; one-shot stops after the launch, runtime waits for each."""
     from npa_infra.workflow import live
@@ -73,7 +79,9 @@ def run_waves(
     command = live.resume_command(request.invocation, request.run_id)
     try:
         if request.mode == "runtime" and request.replan is not None:
-            return _run_routed(request, journal, sky, clock, store, launch, records, job_ids)
+            return _run_routed(
+                request, journal, sky, clock, store, launch, records, job_ids, cluster, progress
+            )
         return _run_listed(request, journal, sky, clock, launch, records, job_ids)
     except KeyboardInterrupt:
         error = InterruptedRunError(
@@ -96,7 +104,6 @@ def _run_listed(
     from npa_infra.workflow import live
 
     command = live.resume_command(request.invocation, request.run_id)
-    policy = PollPolicy(**dict(request.extra.get("poll") or {}))
     for index, job in enumerate(request.jobs):
         record = launch(job, index)
         records.append(record)
@@ -105,20 +112,6 @@ def _run_listed(
             return _finish(request, journal, clock, records, job_ids, error)
         assert record.job_id is not None  # SUBMITTED/ADOPTED always carry the reconciled id
         job_ids.append(record.job_id)
-        if request.mode != "runtime":
-            continue
-        status = _wait_terminal(request, journal, sky, clock, index, record, policy)
-        if status is not JobStatus.SUCCEEDED:
-            failure: NpaError = LaunchFailedError(
-                f"wave {index:02d} ({record.job_name}) ended {status.value if status else 'without a readable status'}",
-                remedy=f"inspect: npa workbench workflow status {request.run_id}",
-            )
-            if status is None:
-                failure = UncertainOutcomeError(
-                    f"wave {index:02d} ({record.job_name}) status could not be read",
-                    remedy=f"rerun: {command}",
-                )
-            return _finish(request, journal, clock, records, job_ids, failure)
     return _finish(request, journal, clock, records, job_ids, None)
 
 
@@ -131,6 +124,8 @@ def _run_routed(
     launch: Launch,
     records: list[TransactionRecord],
     job_ids: list[int],
+    cluster: KubeCluster | None,
+    progress: Callable[[str], None] | None = None,
 ) -> LiveResult:
     """Runtime mode with decisions: run the plan prefix, read the decision, re-plan, go on.
 
@@ -145,13 +140,37 @@ def _run_routed(
     decided: dict[str, str] = dict((run.data if run else {}).get("decisions") or {})
     done: set[int] = set()
     command = live.resume_command(request.invocation, request.run_id)
+    poll = dict(request.extra.get("poll") or {})
+    replan = request.replan
+
+    def recompute_digest(index: int) -> str | None:
+        # the identity is recomputed from the current inputs, never copied (§3)
+        fresh = replan(decided)
+        job = next((j for j in fresh.jobs if j.wave == index), None)
+        return hashlib.sha256(job.text.encode()).hexdigest() if job is not None else None
+
+    context = WaveContext(
+        cluster=cluster,
+        policy=supervision.WatchPolicy(
+            permanent_grace=float(request.extra.get("permanent_grace", 60.0)),
+            infrastructure_grace=float(request.extra.get("infrastructure_grace", 600.0)),
+            max_wait=float(poll.get("max_wait", 3600.0)),
+        ),
+        interval=float(poll.get("interval", 30.0)),
+        store=store,
+        recompute_digest=recompute_digest,
+        outputs=lambda index: tuple(replan(decided).outputs.get(index, ())),
+        progress=progress,
+    )
     while True:
         routed = request.replan(decided)
         for position, job in enumerate(routed.jobs):
             index = job.wave if job.wave is not None else position
             if index in done:
                 continue
-            error = _run_wave(request, journal, sky, clock, launch, job, index, records, job_ids)
+            error = _run_wave(
+                request, journal, sky, clock, launch, job, index, records, job_ids, context
+            )
             if error is not None:
                 return _finish(request, journal, clock, records, job_ids, error)
             done.add(index)
@@ -181,52 +200,276 @@ def _run_wave(
     index: int,
     records: list[TransactionRecord],
     job_ids: list[int],
+    context: WaveContext,
 ) -> NpaError | None:
-    """Launch one wave and wait for it; a payload failure spends the ``--retries`` budget."""
+    """Launch one wave and watch it; spend ``--retries`` on payload failures and the
+    infrastructure budget on proven transient ones, never one for the other."""
     from npa_infra.workflow import live
 
     command = live.resume_command(request.invocation, request.run_id)
-    policy = PollPolicy(**dict(request.extra.get("poll") or {}))
-    retries_left = _retries_left(request, journal, index)
     new_attempt = False
     while True:
         record = launch(job, index, new_attempt)
         records.append(record)
+        budgets = _budgets(request, journal, index, clock.now())  # the wave row exists now
         error = live.outcome_error(record, command)
         if error is not None:
             return error
         assert record.job_id is not None  # SUBMITTED/ADOPTED carry the reconciled id
         job_ids.append(record.job_id)
-        status = _wait_terminal(request, journal, sky, clock, index, record, policy)
-        if status in _PAYLOAD_FAILURES and retries_left > 0:
-            retries_left -= 1
-            now = clock.now()
-            journal.update_wave(
-                request.run_id, index, budgets={"retries_left": retries_left}, now=now
-            )
-            journal.append_event(
-                request.run_id,
-                "payload_retry",
-                {
-                    "wave": index,
-                    "job_id": record.job_id,
-                    "status": status.value if status else None,
-                    "retries_left": retries_left,
-                },
-                now=now,
-            )
+        attempt = _attempt_of(journal, request.run_id, index)
+        result = watch.watch_job(
+            run_id=request.run_id,
+            wave_index=index,
+            attempt=attempt,
+            job_id=record.job_id,
+            sky=sky,
+            cluster=context.cluster,
+            journal=journal,
+            clock=clock,
+            policy=context.policy,
+            interval=context.interval,
+            progress=context.progress,
+            label=f"wave {index:02d} {record.job_name} (job {record.job_id})",
+        )
+        Verdict = supervision.Verdict
+        if result.verdict is Verdict.SUCCEEDED:
+            return _validate_outputs(request, journal, clock, index, record, context)
+        if result.verdict is Verdict.PAYLOAD_FAILED and budgets["retries_left"] > 0:
+            _spend(journal, request.run_id, index, budgets, "retries_left", result, clock)
             clock.sleep(RETRY_PAUSE)
             new_attempt = True
             continue
-        return _wave_failure(request, index, record, command, status)
+        if result.verdict is Verdict.PERMANENT_BLOCKER:
+            return _stop_permanent(request, journal, sky, clock, index, record, result)
+        if result.verdict in (Verdict.TRANSIENT_EXPIRED, Verdict.INFRASTRUCTURE_FAILED):
+            blocked = _prove_relaunch(
+                request, journal, sky, clock, index, record, result, context, budgets
+            )
+            if blocked is not None:
+                return blocked
+            _spend(
+                journal,
+                request.run_id,
+                index,
+                budgets,
+                "infrastructure_recoveries_left",
+                result,
+                clock,
+            )
+            new_attempt = True
+            continue
+        return _wave_failure(request, index, record, command, result)
 
 
-def _retries_left(request: LiveRequest, journal: Journal, index: int) -> int:
-    """The wave's persisted payload budget, else ``--retries`` (never borrowed across waves)."""
+@dataclass(frozen=True, slots=True)
+class WaveContext:
+    """What supervising a wave needs besides the launch: the cluster, the watch policy,
+    and the independent recomputation of the wave's identity and outputs."""
+
+    cluster: KubeCluster | None
+    policy: supervision.WatchPolicy
+    interval: float
+    store: Callable[[], ObjectStore]
+    recompute_digest: Callable[[int], str | None]
+    outputs: Callable[[int], tuple[str, ...]]
+    progress: Callable[[str], None] | None = None
+
+
+def _validate_outputs(
+    request: LiveRequest,
+    journal: Journal,
+    clock: Clock,
+    index: int,
+    record: TransactionRecord,
+    context: WaveContext,
+) -> NpaError | None:
+    """A completed wave counts only when its declared outputs exist and are non-empty (§2)."""
+    uris = context.outputs(index)
+    if not uris:
+        return None
+    from npa_infra.errors import StorageError
+    from npa_infra.storage.models import ProbeState, S3Uri
+
+    found: list[dict[str, object]] = []
+    try:
+        adapter = context.store()
+        for uri in uris:
+            target = S3Uri.parse(uri)
+            probe = adapter.probe_prefix(target) if uri.endswith("/") else adapter.probe_key(target)
+            found.append({"uri": uri, "state": probe.state.value, "size": probe.size})
+    except (StorageError, ValueError) as exc:
+        return UncertainOutcomeError(
+            f"wave {index:02d} ({record.job_name}) succeeded, but its outputs could not be checked: {exc}",
+            remedy="rerun the same command with --resume-run once the bucket is readable",
+        )
+    journal.update_attempt(
+        request.run_id,
+        index,
+        _attempt_of(journal, request.run_id, index),
+        data={"outputs": found},
+        now=clock.now(),
+    )
+    missing = [f for f in found if f["state"] != ProbeState.PRESENT.value]
+    if not missing:
+        return None
+    first = missing[0]
+    if first["state"] == ProbeState.UNAVAILABLE.value:
+        return UncertainOutcomeError(
+            f"wave {index:02d} ({record.job_name}) succeeded, but {first['uri']} could not be read",
+            remedy="rerun the same command with --resume-run once the bucket is readable",
+        )
+    return LaunchFailedError(
+        f"wave {index:02d} ({record.job_name}) succeeded but its declared output {first['uri']} "
+        f"is {first['state']}: the wave does not count as complete",
+        remedy="inspect the step's logs: it must write every declared output",
+    )
+
+
+def _budgets(request: LiveRequest, journal: Journal, index: int, now: float) -> dict[str, int]:
+    """The wave's persisted budgets; created from the flags the first time (never borrowed)."""
     for wave in journal.waves(request.run_id):
         if wave.wave_index == index and "retries_left" in wave.budgets:
-            return int(wave.budgets["retries_left"])
-    return int(request.extra.get("retries") or 0)
+            return {k: int(v) for k, v in wave.budgets.items() if isinstance(v, int)}
+    budgets = {
+        "retries_left": int(request.extra.get("retries") or 0),
+        "infrastructure_recoveries_left": int(
+            request.extra.get("max_infrastructure_recoveries", 1)
+        ),
+    }
+    journal.update_wave(request.run_id, index, budgets=budgets, now=now)
+    return budgets
+
+
+def _spend(
+    journal: Journal,
+    run_id: str,
+    index: int,
+    budgets: dict[str, int],
+    which: str,
+    result: watch.WatchResult,
+    clock: Clock,
+) -> None:
+    budgets[which] -= 1
+    now = clock.now()
+    journal.update_wave(run_id, index, budgets=budgets, now=now)
+    journal.append_event(
+        run_id,
+        "payload_retry" if which == "retries_left" else "infrastructure_recovery",
+        {
+            "wave": index,
+            "verdict": result.verdict.value,
+            "status": result.status,
+            "blocker": result.blocker,
+            **budgets,
+        },
+        now=now,
+    )
+
+
+def _stop_permanent(
+    request: LiveRequest,
+    journal: Journal,
+    sky: SkyPilot,
+    clock: Clock,
+    index: int,
+    record: TransactionRecord,
+    result: watch.WatchResult,
+) -> NpaError:
+    """A permanent blocker: cancel only that exact id, verify it, fail the wave; no budget spent."""
+    assert record.job_id is not None
+    blocker = result.blocker or {}
+    journal.append_event(
+        request.run_id,
+        "cancel_requested",
+        {"wave": index, "job_ids": [record.job_id]},
+        now=clock.now(),
+    )
+    cancelled = recovery.cancel_verified(sky, clock, record.job_id)
+    journal.append_event(
+        request.run_id,
+        "permanent_blocker",
+        {
+            "wave": index,
+            "job_id": record.job_id,
+            "blocker": blocker,
+            "cancelled": cancelled.ok,
+            "detail": cancelled.reason,
+        },
+        now=clock.now(),
+    )
+    message = (
+        f"wave {index:02d} ({record.job_name}, job {record.job_id}) is blocked permanently: "
+        f"{blocker.get('code')}: {blocker.get('message') or blocker.get('reason') or ''}".rstrip(
+            ": "
+        )
+    )
+    remedy = str(blocker.get("remedy") or "fix the cause shown, then submit a new run")
+    if not cancelled.ok:
+        return UncertainOutcomeError(message + f"; and {cancelled.reason}", remedy=remedy)
+    return LaunchFailedError(message + f"; job {record.job_id} was cancelled", remedy=remedy)
+
+
+def _prove_relaunch(
+    request: LiveRequest,
+    journal: Journal,
+    sky: SkyPilot,
+    clock: Clock,
+    index: int,
+    record: TransactionRecord,
+    result: watch.WatchResult,
+    context: WaveContext,
+    budgets: dict[str, int],
+) -> NpaError | None:
+    """None when a new attempt may be created; otherwise why not (runtime-reference.md §3)."""
+    assert record.job_id is not None
+    what = f"wave {index:02d} ({record.job_name}, job {record.job_id})"
+    cause = (
+        result.status
+        if result.verdict is supervision.Verdict.INFRASTRUCTURE_FAILED
+        else ((result.blocker or {}).get("code"))
+    )
+    if budgets["infrastructure_recoveries_left"] <= 0:
+        journal.update_wave(
+            request.run_id, index, status="infrastructure_budget_exhausted", now=clock.now()
+        )
+        # a job still pending must not start later behind a failed run: cancel that exact id
+        cancelled = (
+            recovery.cancel_verified(sky, clock, record.job_id)
+            if result.verdict is supervision.Verdict.TRANSIENT_EXPIRED
+            else None
+        )
+        message = f"{what} failed on infrastructure ({cause}) and the recovery budget is exhausted"
+        remedy = "raise --max-infrastructure-recoveries, or fix the capacity problem and submit a new run"
+        if cancelled is not None and not cancelled.ok:
+            return UncertainOutcomeError(f"{message}; {cancelled.reason}", remedy=remedy)
+        return LaunchFailedError(message, remedy=remedy)
+    checks = [recovery.cancel_verified(sky, clock, record.job_id)]
+    attempt = journal.latest_attempt(request.run_id, index)
+    expected = str((attempt.data if attempt else {}).get("yaml_sha256") or "") or None
+    checks.append(recovery.identity_unchanged(expected, lambda: context.recompute_digest(index)))
+    checks.append(recovery.outputs_absent(context.store, context.outputs(index)))
+    journal.append_event(
+        request.run_id,
+        "relaunch_checks",
+        {
+            "wave": index,
+            "cause": cause,
+            "checks": [{"ok": c.ok, "reason": c.reason} for c in checks],
+        },
+        now=clock.now(),
+    )
+    failed = next((c for c in checks if not c.ok), None)
+    if failed is None:
+        return None
+    message = f"{what} failed on infrastructure ({cause}); no relaunch: {failed.reason}"
+    if failed.indeterminate:
+        return UncertainOutcomeError(
+            message, remedy="rerun the same command with --resume-run once the evidence is readable"
+        )
+    return LaunchFailedError(
+        message, remedy="inspect the outputs or the change, then submit a new run"
+    )
 
 
 def _wave_failure(
@@ -234,20 +477,18 @@ def _wave_failure(
     index: int,
     record: TransactionRecord,
     command: str,
-    status: JobStatus | None,
-) -> NpaError | None:
-    if status is JobStatus.SUCCEEDED:
-        return None
-    if status is None:
+    result: watch.WatchResult,
+) -> NpaError:
+    what = f"wave {index:02d} ({record.job_name}, job {record.job_id})"
+    if result.verdict in (supervision.Verdict.UNREADABLE, supervision.Verdict.TIMEOUT):
         return UncertainOutcomeError(
-            f"wave {index:02d} ({record.job_name}, job {record.job_id}) did not reach a terminal "
-            "state: its status stayed unreadable, or --max-wait-seconds passed; the job was left "
-            "running",
+            f"{what} did not reach a terminal state: its status stayed unreadable, or "
+            "--max-wait-seconds passed; the job was left running",
             remedy=f"check it with `npa workbench workflow status {request.run_id}`, then rerun: "
             f"{command}",
         )
     return LaunchFailedError(
-        f"wave {index:02d} ({record.job_name}) ended {status.value}",
+        f"{what} ended {result.status}",
         remedy=f"inspect: npa workbench workflow status {request.run_id}",
     )
 
@@ -290,60 +531,6 @@ def _read_decision(
             remedy='the artifact must be a JSON object like {"decision": "promote_checkpoint"}',
         )
     return read.decision, None
-
-
-def _wait_terminal(
-    request: LiveRequest,
-    journal: Journal,
-    sky: SkyPilot,
-    clock: Clock,
-    wave_index: int,
-    record: TransactionRecord,
-    policy: PollPolicy,
-) -> JobStatus | None:
-    """Poll until the wave's job is terminal; None after too many unreadable polls or max-wait."""
-    assert record.job_id is not None
-    started = clock.now()
-    errors = 0
-    last: JobStatus | None = None
-    while True:
-        queue = sky.queue(verbose=True)
-        now = clock.now()
-        if queue.verdict is QueueVerdict.RECORDS:
-            errors = 0
-            status = queue.status_of(record.job_id)
-            if status is None:
-                status = JobStatus.FAILED_CONTROLLER  # missing from a good queue (§1 npa must)
-            if status is not last:
-                journal.update_attempt(
-                    request.run_id,
-                    wave_index,
-                    _attempt_of(journal, request.run_id, wave_index),
-                    sky_status=status.value,
-                    now=now,
-                )
-                journal.append_event(
-                    request.run_id,
-                    "job_status",
-                    {"wave": wave_index, "job_id": record.job_id, "status": status.value},
-                    now=now,
-                )
-                last = status
-            if status in TERMINAL_STATUSES:
-                return status
-        else:
-            errors += 1
-            if errors > _MAX_STATUS_ERRORS:
-                return None
-        if policy.max_wait and now - started >= policy.max_wait:
-            journal.append_event(
-                request.run_id,
-                "wave_timeout",
-                {"wave": wave_index, "job_id": record.job_id, "waited_s": now - started},
-                now=now,
-            )
-            return None
-        clock.sleep(policy.interval)
 
 
 def _attempt_of(journal: Journal, run_id: str, wave_index: int) -> int:

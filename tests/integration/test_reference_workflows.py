@@ -94,7 +94,10 @@ def test_reference_workflow_validate_spec_sdk_reports_valid(path: Path) -> None:
 def test_submit_plan_only_main_sim2real_writes_parseable_yaml(tmp_path: Path) -> None:
     home = tmp_path / "home"
     options = submission.SubmitOptions(
-        run_id="sim2real-ref", plan_only=True, render_dir=tmp_path / "rendered"
+        run_id="sim2real-ref",
+        plan_only=True,
+        render_dir=tmp_path / "rendered",
+        preflight_images=False,  # offline: the registry check has its own tests
     )
 
     report = submission.submit(MAIN / "sim2real.yaml", options, env={"NPA_HOME": str(home)})
@@ -118,7 +121,9 @@ def test_submit_plan_only_main_sim2real_with_environment_catalog(tmp_path: Path)
     env = {"NPA_HOME": str(tmp_path / "home")}
     if os.environ.get("NPA_TOOL_CATALOG"):
         env["NPA_TOOL_CATALOG"] = os.environ["NPA_TOOL_CATALOG"]
-    options = submission.SubmitOptions(plan_only=True, render_dir=tmp_path / "rendered")
+    options = submission.SubmitOptions(
+        plan_only=True, render_dir=tmp_path / "rendered", preflight_images=False
+    )
 
     report = submission.submit(MAIN / "sim2real.yaml", options, env=env)
 

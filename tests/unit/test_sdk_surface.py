@@ -11,17 +11,21 @@ import npa_infra
 
 EXPECTED = [
     "CancelReport",
+    "ImagePreflightReport",
     "LiveResult",
     "NpaError",
     "PlanReport",
     "SpecError",
+    "StageResult",
     "StatusReport",
     "SubmitOptions",
     "SubmitReport",
     "ValidationReport",
     "cancel_run",
     "plan_spec",
+    "preflight_images",
     "run_status",
+    "stage_src",
     "submit",
     "validate_spec",
 ]

@@ -29,7 +29,16 @@ NEBIUS = "nebius.com/gpu-name"
 RTXPRO_RAW = "NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition"
 RTXPRO = "RTXPRO-6000-BLACKWELL-SERVER-EDITION"
 Invoke = Callable[..., Result]
-SUBMIT = ("workbench", "workflow", "submit", "--plan-only", "--infra", "k8s/fake-a")
+# The registry check has its own tests (tests/integration/preflight); these stay offline.
+SUBMIT = (
+    "workbench",
+    "workflow",
+    "submit",
+    "--plan-only",
+    "--no-preflight-images",
+    "--infra",
+    "k8s/fake-a",
+)
 
 SPEC = """\
 apiVersion: npa.workflow/v0.0.1

@@ -75,7 +75,8 @@ def test_runtime_missing_decision_artifact_fails_closed(world: World, s3_server:
     s3_server.create_bucket(BUCKET)
     result = _submit(world, s3_server, "rt-3")
     assert result.exit_code == 1
-    assert result.error is not None and "missing" in result.error.message
+    # the gate declares the artifact as its output: the wave itself does not count as done
+    assert result.error is not None and "decision.json is absent" in result.error.message
     assert len(world.sim_jobs()) == 3  # prepare, grade, gate; neither branch launched
 
 

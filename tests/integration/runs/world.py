@@ -82,6 +82,7 @@ class World:
             "project_root": ROOT,
             "resolve_accelerators": False,
             "poll_seconds": 5.0,
+            "preflight_images": False,  # registry checks have their own tests (tests/integration/preflight)
         }
         values.update(overrides)
         return submission.SubmitOptions(**values)

@@ -91,21 +91,31 @@ def test_npa_help_fresh_interpreter_loads_no_heavy_module(tmp_path: Path) -> Non
         ["workbench", "--help"],
         ["workbench", "workflow", "--help"],
         ["workbench", "workflow", "submit", "--help"],
+        ["workbench", "workflow", "stage-src", "--help"],
         ["skypilot", "--help"],
         ["skypilot", "bootstrap", "--help"],
         ["skypilot", "status", "--help"],
         ["workbench", "workflow", "gpus", "--help"],
         ["skypilot", "verify", "--help"],
+        ["workbench", "workflow", "preflight-images", "--help"],
+        ["stack", "--help"],
+        ["stack", "preview", "--help"],
+        ["stack", "destroy", "--help"],
     ],
     ids=[
         "workbench",
         "workflow",
         "submit",
+        "stage-src",
         "skypilot",
         "skypilot-bootstrap",
         "skypilot-status",
         "workflow-gpus",
         "skypilot-verify",
+        "workflow-preflight-images",
+        "stack",
+        "stack-preview",
+        "stack-destroy",
     ],
 )
 def test_subcommand_help_fresh_interpreter_loads_no_heavy_module(
@@ -149,3 +159,16 @@ def test_validate_and_plan_sdk_fresh_interpreter_loads_no_heavy_module(
 
     assert result["code"] == 0
     assert result["loaded"] == []
+
+
+def test_stack_preview_without_engine_fresh_interpreter_loads_no_heavy_module(
+    tmp_path: Path,
+) -> None:
+    """Exit 3 for a missing `pulumi` is decided before the pulumi SDK is imported."""
+    script = _CLI_CHILD.replace(
+        "import json, sys", "import json, os, sys; os.environ['PATH'] = '/nonexistent'"
+    )
+    result = _run_child(script, tmp_path, "stack", "preview")
+
+    assert result["code"] == 3
+    assert not {"pulumi", "pulumi.automation", "kubernetes", "boto3"} & set(result["loaded"])

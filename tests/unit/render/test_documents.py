@@ -276,3 +276,25 @@ def test_render_plan_baked_npa_one_mutable_image_among_pinned_raises_naming_step
 def test_render_plan_empty_plan_raises_render_error() -> None:
     with pytest.raises(RenderError):
         render_plan(plan(), settings(), runtime=False)
+
+
+# -- preflight pins ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("runtime", [False, True], ids=["one-shot", "runtime"])
+def test_render_plan_pinned_run_emits_digest_never_the_tag(runtime: bool) -> None:
+    from npa_infra.render.images import ImageSelection
+
+    pinned = f"registry.example.com/team/trainer@{DIGEST}"
+    pinned_settings = settings(selection=ImageSelection(pins={IMAGE: pinned}))
+
+    jobs = render_plan(FANOUT, pinned_settings, runtime=runtime)
+    again = render_plan(FANOUT, pinned_settings, runtime=runtime)
+
+    for job in jobs:
+        tasks = job.documents[1:]
+        assert {t["resources"]["image_id"] for t in tasks} == {f"docker:{pinned}"}
+        assert {t["envs"]["NPA_TASK_IMAGE"] for t in tasks} == {pinned}
+        assert ":1.0" not in job.text
+        assert job.images == (pinned,)
+    assert [j.text for j in jobs] == [j.text for j in again]  # deterministic

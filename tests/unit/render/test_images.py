@@ -339,3 +339,45 @@ def test_resolve_image_configured_catalog_digest_pin_replaces_tag(
 )
 def test_is_immutable_qualified_image_reference_classified(image: str, expected: bool) -> None:
     assert is_immutable_qualified(image) is expected
+
+
+# -- preflight pins ------------------------------------------------------------------
+
+
+def test_resolve_image_preflight_pin_replaces_catalog_tag_exactly() -> None:
+    image = _catalog("npa-cosmos")
+    pinned = f"{REG}/npa-cosmos@{DIGEST}"
+
+    resolved = resolve_image("workbench.cosmos.check", None, ImageSelection(pins={image: pinned}))
+
+    assert resolved == pinned
+    assert f":{pins.IMAGE_PINS['npa-cosmos'].tag}" not in resolved
+
+
+def test_resolve_image_pin_wins_over_digest_for_same_image() -> None:
+    image = "registry.example.com/team/trainer:1.2"
+    sel = ImageSelection(
+        global_image=image,
+        pins={image: f"registry.example.com/team/trainer@{DIGEST}"},
+        digests={image: OTHER_DIGEST},
+    )
+
+    assert resolve_image("", None, sel) == f"registry.example.com/team/trainer@{DIGEST}"
+
+
+def test_resolve_image_pins_keep_overrides_distinct_per_tool() -> None:
+    first, second = "registry.example.com/a:1", "registry.example.com/b:1"
+    sel = ImageSelection(
+        overrides=(("workbench.cosmos", first), ("workbench.rerun", second)),
+        global_image="registry.example.com/global:1",
+        pins={
+            first: f"registry.example.com/a@{DIGEST}",
+            second: f"registry.example.com/b@{OTHER_DIGEST}",
+        },
+    )
+
+    assert resolve_image("workbench.cosmos.check", None, sel) == f"registry.example.com/a@{DIGEST}"
+    assert resolve_image("workbench.rerun.report", None, sel) == (
+        f"registry.example.com/b@{OTHER_DIGEST}"
+    )
+    assert resolve_image("workbench.sonic.x", None, sel) == "registry.example.com/global:1"

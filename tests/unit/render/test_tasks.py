@@ -357,9 +357,14 @@ def test_render_task_non_isaac_stage_no_eula() -> None:
 def test_render_task_source_overlay_sets_npa_src_overlay(
     value: object, expected: str | None
 ) -> None:
-    envs = render(k8s(), settings(config={"source_overlay": value}))["envs"]
+    envs = render(k8s(), settings(config={"source_overlay": value}, src_s3_uri=SRC))["envs"]
 
     assert envs.get("NPA_SRC_OVERLAY") == expected
+
+
+def test_render_task_source_overlay_without_uri_refused() -> None:
+    with pytest.raises(RenderError, match="overlays NPA source"):
+        render(k8s(), settings(config={"source_overlay": True}))
 
 
 def test_render_task_source_overlay_absent_no_overlay_env() -> None:

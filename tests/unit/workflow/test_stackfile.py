@@ -36,15 +36,30 @@ def _stack(tmp_path: Path, body: str) -> Path:
 @pytest.mark.parametrize(
     ("body", "fragment"),
     [
-        ("  npa-infra:controllerCpus: zero\n", "controllerCpus must be a positive integer"),
-        ("  npa-infra:controllerMemoryGb: 0\n", "controllerMemoryGb must be a positive integer"),
-        ("  npa-infra:controllerPodConfig: [a]\n", "controllerPodConfig must be a mapping"),
+        (
+            "  npa-infra:controllerCpus: zero\n",
+            r"\.yaml:2:\d+: npa-infra:controllerCpus: must be a positive integer",
+        ),
+        (
+            "  npa-infra:controllerMemoryGb: 0\n",
+            r"\.yaml:2:\d+: npa-infra:controllerMemoryGb: must be a positive integer",
+        ),
+        (
+            "  npa-infra:controllerPodConfig: [a]\n",
+            r"\.yaml:2:\d+: npa-infra:controllerPodConfig: must be a mapping",
+        ),
     ],
     ids=["cpus-text", "memory-zero", "pod-config-list"],
 )
 def test_read_stack_bad_controller_settings_named(tmp_path: Path, body: str, fragment: str) -> None:
     with pytest.raises(ConfigError, match=fragment):
         read_stack("t", _stack(tmp_path, body))
+
+
+def test_read_stack_outputs_only_fields_empty_from_file() -> None:
+    stack = read_stack("dev", REPO)
+    assert (stack.source, stack.controller_name, stack.src_s3_uri) == ("configuration file", "", "")
+    assert (stack.source_prefix, stack.s3_endpoint) == ("npa-src/npa", "")
 
 
 def test_read_stack_missing_file_names_path(tmp_path: Path) -> None:

@@ -1,0 +1,416 @@
+"""``StackRunner``: the stack driven through Pulumi's Automation API (pulumi.md §2, §5.2).
+
+One ``LocalWorkspace`` in the project directory (so ``Pulumi.yaml`` and its
+``stackConfigDir: stacks`` apply, and ``stacks/Pulumi.<name>.yaml`` is the
+stack's config), with the inline program for the validated configuration,
+``PULUMI_HOME`` and the backend URL in the engine's environment, and the
+passphrase secrets provider for new stacks. The ``PulumiCommand`` is
+injectable: tests pass one that replays recorded engine event logs. The
+constructor does no I/O; the first call builds the workspace (which runs
+``pulumi version``) and selects or creates the stack.
+
+``translate`` is the one mapping of engine failures to ``NpaError``s, each
+with the fix (style.md rule 8):
+
+| engine failure | error | exit |
+|---|---|---|
+| no ``pulumi`` binary, or a CLI too old for the SDK | EngineUnavailableError | 3 |
+| a provider plugin missing (``no resource plugin 'pulumi-resource-…'``) | EngineUnavailableError | 3 |
+| wrong or missing passphrase | ConfigError | 1 |
+| the stack's lock is held (``currently locked by``, ``[409] Conflict``) | StackLockedError | 1 |
+| a plan would delete a protected resource | ConfigError | 1 |
+| no such stack in the backend | ConfigError | 1 |
+| the program raised, or the engine ended without a summary | ExternalError | 1 |
+| any other non-zero exit | ExternalError | 1 |
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from npa_infra.errors import (
+    ConfigError,
+    EngineUnavailableError,
+    ExternalError,
+    InvariantError,
+    NpaError,
+    StackLockedError,
+)
+from npa_infra.stack import report
+from npa_infra.stack.config import PROJECT
+from npa_infra.stack.models import EngineUpdate, OutputEntry, UpdateSummary
+
+if TYPE_CHECKING:
+    from pulumi import automation as auto
+
+__all__ = [
+    "INSTALL_DOCS",
+    "INSTALL_HINT",
+    "RunnerSettings",
+    "StackRunner",
+    "convert",
+    "missing_cli",
+    "translate",
+]
+
+INSTALL_DOCS = "https://www.pulumi.com/docs/iac/download-install/"
+INSTALL_HINT = (
+    "install the Pulumi CLI: curl -fsSL https://get.pulumi.com | sh "
+    f"(then put ~/.pulumi/bin on PATH); see {INSTALL_DOCS}"
+)
+_PLUGIN = re.compile(
+    r"resource plugin '?pulumi-resource-(?P<name>[A-Za-z0-9_-]+)'?"
+    r"(?: found in the workspace)? at version v?(?P<version>[0-9][0-9A-Za-z.+-]*)"
+)
+_NOT_FOUND = re.compile(r"no stack named .* found")
+_CODE = re.compile(r"code: (-?\d+)")
+_TAIL = 2000
+T = TypeVar("T")
+Events = list[report.StepEvent | report.DiagnosticEvent]
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerSettings:
+    """Where and how to run the engine for one stack; holds no secret value."""
+
+    stack: str
+    project_root: Path
+    backend_url: str
+    pulumi_home: Path
+    program: Callable[[], None]
+    env_vars: Mapping[str, str]  # added to the engine's environment (never argv)
+    config_file: Path | None = None
+    on_output: Callable[[str], None] | None = None
+
+
+def missing_cli() -> EngineUnavailableError:
+    return EngineUnavailableError("pulumi CLI not found", remedy=INSTALL_HINT)
+
+
+def _tail(text: str) -> str:
+    return text[-_TAIL:]
+
+
+def translate(
+    exc: BaseException,
+    *,
+    operation: str,
+    stack: str,
+    pulumi_home: Path,
+    diagnostics: Sequence[str] = (),
+) -> NpaError:
+    """The ``NpaError`` for a failure of ``pulumi <operation>``; chain it with ``from``.
+
+    ``diagnostics`` are the error messages the engine's events carried; the
+    first specific one (not the closing "update failed") names the cause.
+    """
+    from pulumi.automation import errors as auto_errors
+
+    if isinstance(exc, NpaError):
+        return exc
+    if isinstance(exc, FileNotFoundError):
+        return missing_cli()
+    if isinstance(exc, auto_errors.InvalidVersionError):
+        return EngineUnavailableError(
+            f"the installed pulumi CLI is not usable by this SDK: {exc}", remedy=INSTALL_HINT
+        )
+    text = report.strip_ansi("\n".join([str(exc), *diagnostics]))
+    code = _CODE.search(text)
+    details: dict[str, object] = {
+        "operation": operation,
+        "stack": stack,
+        "error_type": type(exc).__name__,
+        "code": int(code.group(1)) if code else None,
+        "output": _tail(text),
+    }
+    plugin = _PLUGIN.search(text)
+    if plugin:
+        name, version = plugin.group("name"), plugin.group("version")
+        return EngineUnavailableError(
+            f"the Pulumi {name} provider plugin v{version} is not installed",
+            remedy=f"PULUMI_HOME={pulumi_home} pulumi plugin install resource {name} {version}",
+            details=details,
+        )
+    if "incorrect passphrase" in text:
+        return ConfigError(
+            f"the passphrase does not decrypt stack {stack}'s secrets",
+            remedy="set PULUMI_CONFIG_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE) to the "
+            "passphrase this stack was created with",
+            details=details,
+        )
+    if "passphrase must be set" in text:
+        return ConfigError(
+            f"no passphrase for stack {stack}'s secrets",
+            remedy="export PULUMI_CONFIG_PASSPHRASE_FILE=<a file holding it> "
+            "(or PULUMI_CONFIG_PASSPHRASE)",
+            details=details,
+        )
+    if "because it is protected" in text:
+        return ConfigError(
+            f"pulumi {operation} would delete a protected resource of stack {stack}",
+            remedy=f"npa stack destroy --stack {stack} --exclude-protected --yes keeps it; to "
+            "delete it, set npa-infra:protectNamespaces: false and run npa stack up first",
+            details=details,
+        )
+    if isinstance(exc, auto_errors.ConcurrentUpdateError) or "currently locked by" in text:
+        return StackLockedError(
+            f"another Pulumi operation holds stack {stack}'s lock",
+            remedy=f"wait for it to finish; if it died, run `pulumi cancel --stack {stack}` "
+            "(a file backend's lock is a file under .pulumi/locks)",
+            details=details,
+        )
+    if isinstance(exc, auto_errors.StackNotFoundError) or _NOT_FOUND.search(text):
+        return ConfigError(
+            f"stack {stack} does not exist in the backend",
+            remedy=f"create it with `npa stack up --stack {stack} --yes`, or pass --backend-url",
+            details=details,
+        )
+    if isinstance(
+        exc,
+        (
+            auto_errors.InlineSourceRuntimeError,
+            auto_errors.RuntimeError,
+            auto_errors.CompilationError,
+        ),
+    ):
+        return ExternalError(
+            f"the stack program failed during {operation}: {_first_error(text)}",
+            remedy="fix the cause above, then rerun; `npa stack preview` shows it without changes",
+            details=details,
+        )
+    if isinstance(exc, RuntimeError) and "summary event never found" in text:
+        return ExternalError(
+            f"pulumi {operation} ended without reporting a summary",
+            remedy="rerun; if it persists, run `pulumi about` and check the CLI version",
+            details=details,
+        )
+    cause = next((d for d in diagnostics if d and not d.endswith(" failed")), "")
+    return ExternalError(
+        f"pulumi {operation} failed: {(cause or _first_error(text))[:300]}",
+        remedy=f"read the engine output above; `npa stack preview --stack {stack}` is safe to rerun",
+        details=details,
+    )
+
+
+def _first_error(text: str) -> str:
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("error:"):
+            return stripped.removeprefix("error:").strip()[:300]
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return (lines[-1] if lines else "no output")[:300]
+
+
+def _step(holder: Any, outputs: bool) -> report.StepEvent:
+    md = holder.metadata
+    detailed = {path: diff.diff_kind.value for path, diff in (md.detailed_diff or {}).items()}
+    return report.StepEvent(
+        op=md.op.value,
+        urn=md.urn,
+        type=md.type,
+        diffs=tuple(md.diffs or ()),
+        keys=tuple(md.keys or ()),
+        detailed_diff=detailed,
+        gone=outputs and md.op.value == "refresh" and md.new is None,
+    )
+
+
+def convert(event: Any) -> report.StepEvent | report.DiagnosticEvent | None:
+    """Our value for one SDK ``EngineEvent``; ``None`` for events the report ignores."""
+    if event.resource_pre_event is not None:
+        return _step(event.resource_pre_event, outputs=False)
+    if event.res_outputs_event is not None:
+        return _step(event.res_outputs_event, outputs=True)
+    if event.diagnostic_event is not None and not event.diagnostic_event.ephemeral:
+        d = event.diagnostic_event
+        return report.DiagnosticEvent(d.severity, d.message, d.urn)
+    if event.res_op_failed_event is not None:
+        md = event.res_op_failed_event.metadata
+        return report.DiagnosticEvent("error", f"{md.op.value} of {md.urn} failed", md.urn)
+    return None
+
+
+def _summary(summary: Any) -> UpdateSummary:
+    if summary is None:
+        raise InvariantError("the engine returned no update summary")
+    changes = {str(k): int(v) for k, v in (summary.resource_changes or {}).items()}
+    return UpdateSummary(kind=summary.kind, result=summary.result, resource_changes=changes)
+
+
+class StackRunner:
+    """The real ``StackEngine`` (see the module docstring). Constructing it does no I/O."""
+
+    def __init__(
+        self, settings: RunnerSettings, *, command: auto.PulumiCommand | None = None
+    ) -> None:
+        self.settings = settings
+        self._command = command
+        self._stack_obj: auto.Stack | None = None
+
+    # -- StackEngine ---------------------------------------------------------------
+    def preview(self, *, diff: bool = False) -> report.PreviewReport:
+        events: Events = []
+        result = self._call(
+            "preview",
+            events,
+            lambda s, on_event: s.preview(
+                diff=diff or None,
+                color="never",
+                on_event=on_event,
+                on_output=self.settings.on_output,
+                config_file=self._config_file(),
+            ),
+        )
+        return self._report(events, result.change_summary)
+
+    def refresh_preview(self) -> report.PreviewReport:
+        events: Events = []
+        result = self._call(
+            "refresh --preview-only",
+            events,
+            lambda s, on_event: s.preview_refresh(
+                color="never",
+                on_event=on_event,
+                on_output=self.settings.on_output,
+                show_secrets=False,
+                config_file=self._config_file(),
+            ),
+        )
+        return self._report(events, result.change_summary)
+
+    def up(self) -> EngineUpdate:
+        result = self._call(
+            "up",
+            [],
+            lambda s, on_event: s.up(
+                color="never",
+                on_event=on_event,
+                on_output=self.settings.on_output,
+                show_secrets=False,
+                config_file=self._config_file(),
+            ),
+        )
+        outputs = {k: OutputEntry(v.value, bool(v.secret)) for k, v in result.outputs.items()}
+        return EngineUpdate(_summary(result.summary), outputs)
+
+    def refresh(self) -> UpdateSummary:
+        result = self._call(
+            "refresh",
+            [],
+            lambda s, on_event: s.refresh(
+                color="never",
+                on_event=on_event,
+                on_output=self.settings.on_output,
+                show_secrets=False,
+                config_file=self._config_file(),
+            ),
+        )
+        return _summary(result.summary)
+
+    def destroy(self, *, exclude_protected: bool = False) -> UpdateSummary:
+        result = self._call(
+            "destroy",
+            [],
+            lambda s, on_event: s.destroy(
+                color="never",
+                on_event=on_event,
+                on_output=self.settings.on_output,
+                show_secrets=False,
+                exclude_protected=exclude_protected or None,
+                config_file=self._config_file(),
+            ),
+        )
+        return _summary(result.summary)
+
+    def outputs(self) -> dict[str, OutputEntry]:
+        values = self._call("stack output", [], lambda s, _: s.outputs())
+        return {k: OutputEntry(v.value, bool(v.secret)) for k, v in values.items()}
+
+    # -- plumbing --------------------------------------------------------------------
+    def _config_file(self) -> str | None:
+        return str(self.settings.config_file) if self.settings.config_file else None
+
+    def _report(
+        self,
+        events: list[report.StepEvent | report.DiagnosticEvent],
+        change_summary: Mapping[Any, int],
+    ) -> report.PreviewReport:
+        counts = {getattr(k, "value", str(k)): int(v) for k, v in change_summary.items()}
+        return report.build(
+            events,
+            counts,
+            project=PROJECT,
+            stack=self.settings.stack,
+            backend_url=self.settings.backend_url,
+        )
+
+    def _call(
+        self,
+        operation: str,
+        events: Events,
+        fn: Callable[[auto.Stack, Callable[[Any], None]], T],
+    ) -> T:
+        def collect(event: Any) -> None:
+            converted = convert(event)
+            if converted is not None:
+                events.append(converted)
+
+        with self._translated(operation, events):
+            return fn(self._stack(), collect)
+
+    @contextmanager
+    def _translated(self, operation: str, events: Events | None = None) -> Iterator[None]:
+        from pulumi.automation import errors as auto_errors
+
+        try:
+            yield
+        except (
+            auto_errors.CommandError,
+            auto_errors.InvalidVersionError,
+            FileNotFoundError,
+        ) as exc:
+            raise self._error(exc, operation, events) from exc
+        except RuntimeError as exc:
+            if "summary event never found" not in str(exc):
+                raise  # not the engine's (an InvariantError is a bug): the top-level handler's
+            raise self._error(exc, operation, events) from exc
+
+    def _error(self, exc: BaseException, operation: str, events: Events | None) -> NpaError:
+        diagnostics = [
+            report.strip_ansi(e.message).strip()
+            for e in events or ()
+            if isinstance(e, report.DiagnosticEvent) and e.severity == "error"
+        ]
+        return translate(
+            exc,
+            operation=operation,
+            stack=self.settings.stack,
+            pulumi_home=self.settings.pulumi_home,
+            diagnostics=diagnostics,
+        )
+
+    def _stack(self) -> auto.Stack:
+        if self._stack_obj is None:
+            from pulumi import automation as auto
+
+            with self._translated("stack select"):
+                command = self._command or auto.PulumiCommand()
+                options = auto.LocalWorkspaceOptions(
+                    work_dir=str(self.settings.project_root),
+                    pulumi_home=str(self.settings.pulumi_home),
+                    env_vars=dict(self.settings.env_vars),
+                    secrets_provider="passphrase",
+                    pulumi_command=command,
+                )
+                self._stack_obj = auto.create_or_select_stack(
+                    self.settings.stack,
+                    project_name=PROJECT,
+                    program=self.settings.program,
+                    opts=options,
+                )
+        return self._stack_obj

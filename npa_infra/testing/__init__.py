@@ -1,0 +1,1 @@
+"""Fakes of npa-infra's adapters, shipped like ``httpx.MockTransport`` (style.md rule 5)."""

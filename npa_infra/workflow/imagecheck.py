@@ -1,0 +1,95 @@
+"""Image preflight for the spec commands: which registry client, which images, one report.
+
+Shared by ``preflight-images`` (``api.preflight_images``) and ``submit``:
+both select the catalog registry the same way (``--registry``, the stack's,
+``NPA_REGISTRY``, the default; dsl.md §6.2), resolve the same images with the
+renderer's rules, and build the real client only when the caller injected
+none. Credentials come from the process environment, then the stack's
+credentials file (registry.md §2.1); trusted token realms from
+``registry.trusted_token_realms`` in ``$NPA_HOME/config.yaml``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from npa_infra import config as npa_config
+from npa_infra.catalog import images as pins
+from npa_infra.catalog.model import Catalog
+from npa_infra.render import images
+from npa_infra.spec.model import Spec
+from npa_infra.workflow import credentials, stackfile
+
+if TYPE_CHECKING:
+    from npa_infra.registry.base import Registry
+    from preflight.images import ImagePreflightReport
+
+__all__ = ["catalog_registry", "open_client", "run"]
+
+
+def catalog_registry(
+    explicit: str | None, stack: stackfile.StackSettings | None, env: Mapping[str, str]
+) -> str:
+    """``--registry``, else the stack's, else ``NPA_REGISTRY``, else the project's default."""
+    return (
+        explicit
+        or (stack.registry if stack else "")
+        or env.get("NPA_REGISTRY")
+        or pins.DEFAULT_REGISTRY
+    )
+
+
+def _trusted_realms(env: Mapping[str, str]) -> list[str]:
+    raw = npa_config.get_value(npa_config.load_config(env), "registry.trusted_token_realms")
+    if isinstance(raw, str):
+        return [raw]
+    return [str(h) for h in raw] if isinstance(raw, list) else []
+
+
+def open_client(
+    env: Mapping[str, str],
+    *,
+    stack: str | None = None,
+    insecure_hosts: Sequence[str] = (),
+) -> Registry:
+    """The real registry client for this environment (no I/O until the first check).
+
+    Raises:
+        ConfigError: the configuration or the stack's credentials file is unreadable.
+    """
+    from npa_infra.registry import client
+    from npa_infra.registry import credentials as registry_credentials
+
+    home = npa_config.npa_home(env)
+    values = credentials.resolve_values(
+        registry_credentials.ENV_NAMES, env, npa_home=home, stack=stack
+    )
+    return client.RegistryClient(
+        credentials=registry_credentials.from_environment(values),
+        trusted_realms=_trusted_realms(env),
+        insecure_hosts=insecure_hosts,
+    )
+
+
+def run(
+    spec: Spec,
+    catalog: Catalog,
+    *,
+    run_id: str,
+    selection: images.ImageSelection,
+    client: Registry,
+    variables: Mapping[str, str] | None = None,
+) -> ImagePreflightReport:
+    """Check every control-flow-reachable image of ``spec`` once, concurrently.
+
+    Raises:
+        PlanError: a profile token does not resolve (validation reports it first).
+    """
+    from preflight import images as preflight_images
+    from preflight import targets
+
+    found = targets.image_targets(
+        spec, catalog, run_id=run_id, selection=selection, variables=variables
+    )
+    return preflight_images.check_images(found, client)

@@ -1,0 +1,95 @@
+"""The checks a verified relaunch needs (runtime-reference.md §3, issue 9).
+
+A new attempt of a wave is created only after **all** of these hold, each
+proven here from fresh evidence:
+
+- the old attempt's cancellation is verified terminal (or absent) by exact id:
+  an acknowledgement alone never suffices;
+- the identity of the wave, recomputed from the current spec, plan, source
+  selection and image pins, equals the identity of the attempt being replaced
+  (never copied from it);
+- the wave's declared S3 outputs are proven absent; an unreadable store is
+  indeterminate and blocks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from npa_infra.skypilot.models import QueueVerdict
+
+if TYPE_CHECKING:
+    from npa_infra.skypilot.base import SkyPilot
+    from npa_infra.storage.base import ObjectStore
+    from npa_infra.workflow.launcher import Clock
+
+__all__ = ["Check", "cancel_verified", "identity_unchanged", "outputs_absent"]
+
+CANCEL_POLL = 5.0
+CANCEL_DEADLINE = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    ok: bool
+    reason: str
+    indeterminate: bool = False  # unknown evidence: blocks, and is not a definite failure
+
+
+def cancel_verified(sky: SkyPilot, clock: Clock, job_id: int) -> Check:
+    """``sky jobs cancel --yes ID``, then poll until the id is terminal or absent."""
+    answer = sky.cancel([job_id])
+    started = clock.now()
+    while True:
+        queue = sky.queue()
+        if queue.verdict is QueueVerdict.VERIFIED_EMPTY:
+            return Check(True, f"job {job_id} is absent (no jobs controller)")
+        if queue.verdict is QueueVerdict.RECORDS:
+            status = queue.status_of(job_id)
+            if status is None or status.terminal:
+                return Check(True, f"job {job_id} is {status.value if status else 'absent'}")
+        if clock.now() - started >= CANCEL_DEADLINE:
+            return Check(
+                False,
+                f"job {job_id} did not reach a terminal state after cancel "
+                f"({answer.detail or 'acknowledged'})",
+                indeterminate=True,
+            )
+        clock.sleep(CANCEL_POLL)
+
+
+def identity_unchanged(expected_digest: str | None, recompute: Callable[[], str | None]) -> Check:
+    """The wave's task YAML digest, recomputed now, equals the attempt's recorded one."""
+    current = recompute()
+    if expected_digest is None or current is None:
+        return Check(False, "the wave's identity could not be recomputed", indeterminate=True)
+    if current != expected_digest:
+        return Check(
+            False,
+            f"the wave changed since it was launched (task YAML sha256 {expected_digest[:12]} "
+            f"→ {current[:12]}): spec, plan, source or image pins drifted",
+        )
+    return Check(True, "identity unchanged")
+
+
+def outputs_absent(store: Callable[[], ObjectStore], uris: Sequence[str]) -> Check:
+    """Every declared output of the wave is proven absent (a prefix: no object > 0 bytes)."""
+    from npa_infra.errors import StorageError
+    from npa_infra.storage.models import ProbeState, S3Uri
+
+    if not uris:
+        return Check(True, "the wave declares no outputs")
+    try:
+        adapter = store()
+        for uri in uris:
+            target = S3Uri.parse(uri)
+            probe = adapter.probe_prefix(target) if uri.endswith("/") else adapter.probe_key(target)
+            if probe.state is ProbeState.PRESENT:
+                return Check(False, f"declared output {uri} already exists")
+            if probe.state is ProbeState.UNAVAILABLE:
+                return Check(False, f"cannot check {uri}: {probe.detail}", indeterminate=True)
+    except (StorageError, ValueError) as exc:
+        return Check(False, f"cannot check the declared outputs: {exc}", indeterminate=True)
+    return Check(True, f"{len(uris)} declared output(s) proven absent")

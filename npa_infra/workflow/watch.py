@@ -1,0 +1,130 @@
+"""Watching one launched wave until ``runs.supervision`` says what happened to it.
+
+Each tick reads ``sky jobs queue --all -v`` once; while the job is PENDING or
+STARTING it lists the job's pods once (by the whole-component job id in
+SkyPilot's cluster label) and classifies the blocker (kubernetes.md §6.3).
+Status changes and blockers are journaled as they are seen. A failed pod read
+is a diagnostic, never a reason to act.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from npa_infra.runs import supervision
+from npa_infra.skypilot.models import QueueVerdict
+
+if TYPE_CHECKING:
+    from npa_infra.journal.store import Journal
+    from npa_infra.kube.base import KubeCluster
+    from npa_infra.skypilot.base import SkyPilot
+    from npa_infra.workflow.launcher import Clock
+
+__all__ = ["WatchResult", "watch_job"]
+
+
+@dataclass(frozen=True, slots=True)
+class WatchResult:
+    verdict: supervision.Verdict
+    status: str | None
+    blocker: dict[str, Any] | None  # the last PendingDiagnosis JSON, when there was one
+    waited: float
+
+
+def watch_job(
+    *,
+    run_id: str,
+    wave_index: int,
+    attempt: int,
+    job_id: int,
+    sky: SkyPilot,
+    cluster: KubeCluster | None,
+    journal: Journal,
+    clock: Clock,
+    policy: supervision.WatchPolicy,
+    interval: float,
+    progress: Callable[[str], None] | None = None,
+    label: str = "",
+) -> WatchResult:
+    """Poll until the pure watch decides; every observation that changes is journaled."""
+    state = supervision.WatchState.begin(clock.now())
+    blocker: dict[str, Any] | None = None
+    while True:
+        queue = sky.queue(verbose=True)
+        now = clock.now()
+        status: str | None = None
+        rows: list[Any] = []
+        if queue.verdict is not QueueVerdict.UNAVAILABLE:
+            found = queue.status_of(job_id)
+            # missing from a good queue: the controller lost it (runtime-reference.md §1)
+            status = found.value if found is not None else "FAILED_CONTROLLER"
+            rows = [r for r in queue.records if r.job_id == job_id]
+        diagnosis = _diagnose(cluster, job_id, rows) if status in ("PENDING", "STARTING") else None
+        tick = supervision.Tick(
+            now=now,
+            status=status,
+            blocker_code=(diagnosis or {}).get("code"),
+            blocker_class=(diagnosis or {}).get("class"),
+        )
+        previous = state
+        state, verdict = supervision.decide(state, tick, policy)
+        _record(journal, run_id, wave_index, attempt, job_id, previous, state, diagnosis, now)
+        if progress is not None and (
+            state.last_status != previous.last_status or state.blocker_code != previous.blocker_code
+        ):
+            blocked = (
+                f" — {state.blocker_code} ({state.blocker_class})" if state.blocker_code else ""
+            )
+            progress(f"{label or job_id}: {state.last_status or 'status unreadable'}{blocked}")
+        if diagnosis is not None:
+            blocker = diagnosis
+        if verdict is not supervision.Verdict.WAIT:
+            return WatchResult(verdict, status, blocker, now - state.started)
+        clock.sleep(interval)
+
+
+def _diagnose(cluster: KubeCluster | None, job_id: int, rows: list[Any]) -> dict[str, Any] | None:
+    if cluster is None:
+        return None
+    from npa_infra.errors import KubeError
+    from npa_infra.kube import failures, pending
+
+    name = next((r.cluster_name_on_cloud for r in rows if r.cluster_name_on_cloud), None)
+    try:
+        pods = cluster.job_pods(job_id, cluster_name=name)
+        if not pods:
+            return None
+        not_ready = pending.not_ready_nodes(cluster.nodes())
+    except KubeError as exc:
+        return pending.diagnostic_failure(
+            failures.kind_of(exc), exc.message, job_id=job_id
+        ).to_json()
+    return pending.diagnose(pods, job_id=job_id, nodes_not_ready=not_ready).to_json()
+
+
+def _record(
+    journal: Journal,
+    run_id: str,
+    wave_index: int,
+    attempt: int,
+    job_id: int,
+    previous: supervision.WatchState,
+    state: supervision.WatchState,
+    diagnosis: dict[str, Any] | None,
+    now: float,
+) -> None:
+    if state.last_status != previous.last_status and state.last_status is not None:
+        journal.update_attempt(run_id, wave_index, attempt, sky_status=state.last_status, now=now)
+        journal.append_event(
+            run_id,
+            "job_status",
+            {"wave": wave_index, "job_id": job_id, "status": state.last_status},
+            now=now,
+        )
+    if diagnosis is not None and state.blocker_code != previous.blocker_code:
+        journal.update_attempt(run_id, wave_index, attempt, data={"blocker": diagnosis}, now=now)
+        journal.append_event(
+            run_id, "blocker", {"wave": wave_index, "job_id": job_id, **diagnosis}, now=now
+        )

@@ -1,0 +1,134 @@
+"""Check every image a spec can run, concurrently, and report per image (cli.md §1.3).
+
+Each distinct image is parsed locally (a syntax error is ``invalid`` and
+never sent), then checked once through the injected ``Registry`` in a
+bounded thread pool; one client serves every thread, so connections and
+tokens are shared. Rows keep the order of the targets. A ``not_found`` image
+whose tag is one the project pins gets the build command for that tag as
+its remedy.
+
+Decisions where the contract leaves room:
+- an index without the cluster's platform is ``not_found`` (definite): the
+  pull would fail the same way every time (``registry.manifest``);
+- the platform is linux/amd64: the spec model has no platform field;
+- the in-cluster pull probe is not run here, so no row is
+  ``target_pull_unverified``; a manifest ``ok`` is reported as ``ok``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from npa_infra.catalog import images as pins
+from npa_infra.registry import models, reference
+from npa_infra.registry.base import Registry
+from npa_infra.registry.models import CheckResult, CheckStatus, ImageRef, Platform
+from preflight.targets import ImageTarget
+
+__all__ = ["ImagePreflightReport", "check_images", "first_party_build"]
+
+MAX_WORKERS = 32  # issue 6: 20 distinct images must cost less than twice one
+Decision = Literal["passed", "failed", "unproven"]
+_DECISIONS: dict[int, Decision] = {0: "passed", 1: "failed", 2: "unproven"}
+
+
+class ImagePreflightReport(BaseModel):
+    """The rows of one preflight; ``exit_code`` and ``decision`` follow cli.md §1.3."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rows: tuple[CheckResult, ...] = ()
+    platform: str = str(models.LINUX_AMD64)
+
+    @property
+    def exit_code(self) -> int:
+        return models.exit_code(row.status for row in self.rows)
+
+    @property
+    def decision(self) -> Decision:
+        return _DECISIONS[self.exit_code]
+
+    def failures(self) -> list[CheckResult]:
+        return [row for row in self.rows if row.status is not CheckStatus.OK]
+
+    def pins(self) -> dict[str, str]:
+        """image → ``<registry>/<repo>@<digest>`` for every image preflight resolved."""
+        out: dict[str, str] = {}
+        for row in self.rows:
+            parsed = reference.parse(row.image)
+            if row.status is CheckStatus.OK and row.digest and isinstance(parsed, ImageRef):
+                out[row.image] = parsed.pinned(row.digest)
+        return out
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """``preflight-images --json``: a bare list of rows (cli.md §0)."""
+        return [row.to_json() for row in self.rows]
+
+    def summary_json(self) -> dict[str, Any]:
+        """``submit``'s ``preflight{decision, checks[]}``."""
+        return {"decision": self.decision, "platform": self.platform, "checks": self.to_json()}
+
+
+def first_party_build(ref: ImageRef) -> str | None:
+    """The build command when ``ref`` names a project image at the tag the project pins."""
+    name = ref.repository.rsplit("/", 1)[-1]
+    pin = pins.IMAGE_PINS.get(name)
+    if pin is None or ref.digest or ref.tag != pin.tag or "/" not in ref.name:
+        return None
+    return pins.build_command(name, ref.name.rsplit("/", 1)[0])
+
+
+def _row(
+    target: ImageTarget,
+    registry: Registry,
+    platform: Platform,
+    build: Callable[[ImageRef], str | None],
+) -> CheckResult:
+    parsed = reference.parse(target.image)
+    if isinstance(parsed, models.InvalidReference):
+        return CheckResult(
+            image=target.image,
+            status=CheckStatus.INVALID,
+            detail=parsed.reason,
+            remedy="fix the image reference: [registry/]repository[:tag][@sha256:<64 hex>], "
+            "lowercase repository; then rerun npa workbench workflow preflight-images SPEC",
+            steps=target.steps,
+        )
+    check = registry.check_manifest(parsed, platform)
+    remedy = check.remedy
+    if check.status is CheckStatus.NOT_FOUND:
+        command = build(parsed)
+        if command:
+            remedy = f"build and push the pinned tag: {command}"
+    return CheckResult(
+        image=target.image,
+        status=check.status,
+        http_status=check.http_status,
+        error_code=check.error_code,
+        detail=check.detail,
+        remedy=remedy,
+        digest=check.digest,
+        platform_digest=check.platform_digest,
+        steps=target.steps,
+    )
+
+
+def check_images(
+    targets: Sequence[ImageTarget],
+    registry: Registry,
+    *,
+    platform: Platform = models.LINUX_AMD64,
+    max_workers: int = MAX_WORKERS,
+    build: Callable[[ImageRef], str | None] = first_party_build,
+) -> ImagePreflightReport:
+    """Check each target once, at most ``max_workers`` at a time; rows in target order."""
+    if not targets:
+        return ImagePreflightReport(rows=(), platform=str(platform))
+    workers = max(1, min(max_workers, len(targets)))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="npa-preflight") as pool:
+        rows = tuple(pool.map(lambda t: _row(t, registry, platform, build), targets))
+    return ImagePreflightReport(rows=rows, platform=str(platform))

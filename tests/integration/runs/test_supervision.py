@@ -1,0 +1,176 @@
+"""Supervision (issue 9): permanent blockers, verified infrastructure relaunch, separate budgets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.integration.runs.test_runtime import BUCKET, FINISHES, _decision_key, _submit
+from tests.integration.runs.world import World, make_world
+from tests.support.fakekube import FakeKube
+from tests.support.motoserver import MotoS3
+
+PENDING = {"command": "jobs.launch", "nth": 1, "action": "timeline", "statuses": ["PENDING"]}
+
+
+def _pod(waiting: dict[str, str] | None = None, unschedulable: str | None = None) -> dict[str, Any]:
+    pod: dict[str, Any] = {"phase": "Pending"}
+    if waiting:
+        pod["waiting"] = waiting
+    if unschedulable:
+        pod["conditions"] = [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": unschedulable,
+            }
+        ]
+    return {"command": "jobs.launch", "nth": 1, "action": "pod_state", "task": 0, "pod": pod}
+
+
+def _events(world: World, run_id: str) -> list[tuple[str, dict[str, Any]]]:
+    from npa_infra.journal.store import Journal
+
+    journal = Journal.open(world.home)
+    try:
+        return [(e.kind, e.data) for e in journal.events(run_id)]
+    finally:
+        journal.close()
+
+
+def _cancels(world: World) -> list[list[str]]:
+    return [c for c in world.sim_calls() if c[:2] == ["jobs", "cancel"]]
+
+
+def _seed(s3: MotoS3, run_id: str) -> None:
+    s3.create_bucket(BUCKET)
+    s3.put(BUCKET, _decision_key(run_id), b'{"decision": "loop_back"}')
+
+
+def test_permanent_image_auth_blocker_cancels_exactly_that_job_and_spends_no_budget(
+    tmp_path: Path, fake_kube: FakeKube, s3_server: MotoS3
+) -> None:
+    world = make_world(tmp_path / "w", fake_kube, pods=True)
+    world.faults(
+        PENDING,
+        _pod(waiting={"reason": "ErrImagePull", "message": "pull failed: 401 Unauthorized"}),
+        FINISHES,
+    )
+    result = _submit(world, s3_server, "perm-1", retries=2)
+    assert result.exit_code == 1, result.to_json()
+    assert result.error is not None and "IMAGE_PULL_AUTH" in result.error.message
+    assert _cancels(world) == [["jobs", "cancel", "--yes", str(result.job_ids[0])]]
+    assert len(world.sim_jobs()) == 1  # no relaunch
+    budgets = world.status("perm-1").budgets
+    assert budgets == {"00": {"retries_left": 2, "infrastructure_recoveries_left": 1}}
+
+
+def test_transient_capacity_blocker_past_grace_relaunches_once_after_verified_cancel(
+    tmp_path: Path, fake_kube: FakeKube, s3_server: MotoS3
+) -> None:
+    world = make_world(tmp_path / "w", fake_kube, pods=True)
+    _seed(s3_server, "cap-1")
+    world.faults(
+        PENDING,
+        _pod(unschedulable="0/3 nodes are available: 3 Insufficient cpu."),
+        FINISHES,
+    )
+    result = _submit(world, s3_server, "cap-1", infrastructure_grace_seconds=30.0)
+    assert result.exit_code == 0, result.to_json()
+    names = [j["name"] for j in sorted(world.sim_jobs(), key=lambda j: j["job_id"])]
+    assert names[:2] == ["cap-1-00-prepare", "cap-1-00-prepare-a2"]
+    assert len(_cancels(world)) == 1
+    budgets = world.status("cap-1").budgets
+    assert budgets is not None and budgets["00"] == {
+        "retries_left": 0,
+        "infrastructure_recoveries_left": 0,
+    }
+
+
+def test_transient_blocker_with_no_recovery_budget_fails_and_cancels_the_pending_job(
+    tmp_path: Path, fake_kube: FakeKube, s3_server: MotoS3
+) -> None:
+    world = make_world(tmp_path / "w", fake_kube, pods=True)
+    world.faults(PENDING, _pod(unschedulable="0/3 nodes are available: 3 Insufficient memory."))
+    result = _submit(
+        world,
+        s3_server,
+        "cap-2",
+        infrastructure_grace_seconds=30.0,
+        max_infrastructure_recoveries=0,
+    )
+    assert result.exit_code == 1, _events(world, "cap-2")
+    assert result.error is not None and "budget is exhausted" in result.error.message
+    assert len(world.sim_jobs()) == 1
+    assert len(_cancels(world)) == 1
+
+
+def test_failed_no_resource_relaunches_with_the_infrastructure_budget_not_retries(
+    world: World, s3_server: MotoS3
+) -> None:
+    _seed(s3_server, "nores-1")
+    world.faults(
+        {
+            "command": "jobs.launch",
+            "nth": 1,
+            "action": "timeline",
+            "statuses": ["PENDING", "FAILED_NO_RESOURCE"],
+        },
+        FINISHES,
+    )
+    result = _submit(world, s3_server, "nores-1", retries=1)
+    assert result.exit_code == 0, result.to_json()
+    budgets = world.status("nores-1").budgets
+    assert budgets is not None
+    assert budgets["00"] == {"retries_left": 1, "infrastructure_recoveries_left": 0}
+
+
+def test_infrastructure_failure_with_declared_output_present_is_not_relaunched(
+    world: World, s3_server: MotoS3
+) -> None:
+    _seed(s3_server, "outs-1")  # the gate's declared output (its decision artifact) exists
+    world.faults(
+        {
+            "command": "jobs.launch",
+            "nth": 3,
+            "action": "timeline",
+            "statuses": ["PENDING", "FAILED_NO_RESOURCE"],
+        },
+        FINISHES,
+    )
+    result = _submit(world, s3_server, "outs-1")
+    assert result.exit_code == 1
+    assert result.error is not None and "already exists" in result.error.message
+    assert [j["name"] for j in world.sim_jobs()][-1] == "outs-1-02-gate"
+
+
+def test_unknown_blocker_never_acts(tmp_path: Path, fake_kube: FakeKube, s3_server: MotoS3) -> None:
+    world = make_world(tmp_path / "w", fake_kube, pods=True)
+    world.faults(PENDING, _pod(unschedulable="something nobody classified"), FINISHES)
+    result = _submit(
+        world, s3_server, "unk-1", infrastructure_grace_seconds=5.0, max_wait_seconds=300.0
+    )
+    assert result.exit_code == 2  # timed out waiting: left running, never cancelled or relaunched
+    assert _cancels(world) == []
+    assert len(world.sim_jobs()) == 1
+
+
+def test_resume_of_an_adopted_job_proven_failed_retries_only_with_budget(
+    world: World, s3_server: MotoS3
+) -> None:
+    _seed(s3_server, "adopt-2")
+    world.faults(
+        {
+            "command": "jobs.launch",
+            "nth": 1,
+            "action": "timeline",
+            "statuses": ["PENDING", "FAILED"],
+        },
+        FINISHES,
+    )
+    first = _submit(world, s3_server, "adopt-2")
+    assert first.exit_code == 1  # no retries: the terminal outcome stays
+    again = _submit(world, s3_server, None, resume_run="adopt-2")
+    assert again.exit_code == 1
+    assert len(world.sim_jobs()) == 1  # nothing launched again without --retries
