@@ -278,7 +278,8 @@ def execute(
         stack_name=request.stack_name,
         stack=request.stack,
         sky_bin=request.sky_bin,
-        isolated_config_dir=request.isolated_config_dir,
+        isolated_config_dir=request.isolated_config_dir
+        or (request.stack.isolated_config_dir if request.stack else None),
     )
     command = resume_command(request.invocation, request.run_id)
     journal = Journal.open(home, secret_values=secrets.values())

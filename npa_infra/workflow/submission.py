@@ -249,7 +249,7 @@ def submit(
         )
     except PlanError as err:
         raise api.plan_error(v, err) from None
-    stack = stackfile.read_stack(options.stack, options.project_root) if options.stack else None
+    stack = _stack_settings(options, environ)
     registry = imagecheck.catalog_registry(options.registry, stack, environ)
     gpu = accelerators.resolve_for_plan(
         plan,
@@ -439,6 +439,18 @@ def _source_request(options: SubmitOptions) -> sourcing.SourceRequest:
         resume_run=options.resume_run,
         plan_only=options.plan_only,
     )
+
+
+def _stack_settings(
+    options: SubmitOptions, env: Mapping[str, str]
+) -> stackfile.StackSettings | None:
+    """The stack's file; for a live submit overlaid with its outputs when the engine has them
+    (pulumi.md: submit runs against what the stack declared, not ad-hoc flags)."""
+    if not options.stack:
+        return None
+    if options.plan_only:
+        return stackfile.read_stack(options.stack, options.project_root)
+    return stackfile.resolve_stack(options.stack, options.project_root, env)
 
 
 def _live_request(
