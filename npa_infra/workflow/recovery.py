@@ -23,9 +23,10 @@ from npa_infra.skypilot.models import QueueVerdict
 if TYPE_CHECKING:
     from npa_infra.skypilot.base import SkyPilot
     from npa_infra.storage.base import ObjectStore
+    from npa_infra.storage.models import ObjectProbe
     from npa_infra.workflow.launcher import Clock
 
-__all__ = ["Check", "cancel_verified", "identity_unchanged", "outputs_absent"]
+__all__ = ["Check", "cancel_verified", "identity_unchanged", "outputs_absent", "probe_outputs"]
 
 CANCEL_POLL = 5.0
 CANCEL_DEADLINE = 300.0
@@ -74,22 +75,39 @@ def identity_unchanged(expected_digest: str | None, recompute: Callable[[], str 
     return Check(True, "identity unchanged")
 
 
+def probe_outputs(
+    store: Callable[[], ObjectStore], uris: Sequence[str]
+) -> list[tuple[str, ObjectProbe]]:
+    """Each declared output's probe: a ``/``-ending URI is a prefix, anything else a key.
+
+    Raises:
+        StorageError, ValueError: the store could not be opened, or a URI is malformed.
+    """
+    from npa_infra.storage.models import S3Uri
+
+    adapter = store()
+    probes = []
+    for uri in uris:
+        target = S3Uri.parse(uri)
+        probe = adapter.probe_prefix(target) if uri.endswith("/") else adapter.probe_key(target)
+        probes.append((uri, probe))
+    return probes
+
+
 def outputs_absent(store: Callable[[], ObjectStore], uris: Sequence[str]) -> Check:
     """Every declared output of the wave is proven absent (a prefix: no object > 0 bytes)."""
     from npa_infra.errors import StorageError
-    from npa_infra.storage.models import ProbeState, S3Uri
+    from npa_infra.storage.models import ProbeState
 
     if not uris:
         return Check(True, "the wave declares no outputs")
     try:
-        adapter = store()
-        for uri in uris:
-            target = S3Uri.parse(uri)
-            probe = adapter.probe_prefix(target) if uri.endswith("/") else adapter.probe_key(target)
-            if probe.state is ProbeState.PRESENT:
-                return Check(False, f"declared output {uri} already exists")
-            if probe.state is ProbeState.UNAVAILABLE:
-                return Check(False, f"cannot check {uri}: {probe.detail}", indeterminate=True)
+        probes = probe_outputs(store, uris)
     except (StorageError, ValueError) as exc:
         return Check(False, f"cannot check the declared outputs: {exc}", indeterminate=True)
+    for uri, probe in probes:
+        if probe.state is ProbeState.PRESENT:
+            return Check(False, f"declared output {uri} already exists")
+        if probe.state is ProbeState.UNAVAILABLE:
+            return Check(False, f"cannot check {uri}: {probe.detail}", indeterminate=True)
     return Check(True, f"{len(uris)} declared output(s) proven absent")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from npa_infra import config as npa_config
 from npa_infra.skypilot.models import JobStatus, QueueResult, QueueVerdict
+from npa_infra.workflow import watch
 
 if TYPE_CHECKING:
     from npa_infra.journal.store import Journal
@@ -199,27 +200,11 @@ def _verify(report: StatusReport, queue: QueueResult, cluster: KubeCluster) -> S
             status = queue.status_of(job_id)
             wave["sky_status"] = status.value if status else "ABSENT"
             if status in (JobStatus.PENDING, JobStatus.STARTING):
-                wave["blockers"] = _blockers(cluster, job_id, rows)
+                found = watch.diagnose_job(cluster, job_id, rows)
+                wave["blockers"] = [found] if found is not None else []
         statuses.append(wave["sky_status"])
     report.status = _aggregate(statuses, report.mode)
     return report
-
-
-def _blockers(cluster: KubeCluster, job_id: int, rows: list[Any]) -> list[dict[str, Any]]:
-    """The pending reason of the job's pods (kubernetes.md §6); a failed read is reported, not hidden."""
-    from npa_infra.errors import KubeError
-    from npa_infra.kube import failures, pending
-
-    cluster_name = next((r.cluster_name_on_cloud for r in rows if r.cluster_name_on_cloud), None)
-    try:
-        pods = cluster.job_pods(job_id, cluster_name=cluster_name)
-        if not pods:
-            return []
-        not_ready = pending.not_ready_nodes(cluster.nodes())
-    except KubeError as exc:
-        failure = pending.diagnostic_failure(failures.kind_of(exc), exc.message, job_id=job_id)
-        return [failure.to_json()]
-    return [pending.diagnose(pods, job_id=job_id, nodes_not_ready=not_ready).to_json()]
 
 
 def _aggregate(statuses: list[str], mode: str | None) -> str:

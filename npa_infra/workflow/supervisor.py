@@ -289,20 +289,18 @@ def _validate_outputs(
     if not uris:
         return None
     from npa_infra.errors import StorageError
-    from npa_infra.storage.models import ProbeState, S3Uri
+    from npa_infra.storage.models import ProbeState
 
-    found: list[dict[str, object]] = []
     try:
-        adapter = context.store()
-        for uri in uris:
-            target = S3Uri.parse(uri)
-            probe = adapter.probe_prefix(target) if uri.endswith("/") else adapter.probe_key(target)
-            found.append({"uri": uri, "state": probe.state.value, "size": probe.size})
+        probes = recovery.probe_outputs(context.store, uris)
     except (StorageError, ValueError) as exc:
         return UncertainOutcomeError(
             f"wave {index:02d} ({record.job_name}) succeeded, but its outputs could not be checked: {exc}",
             remedy="rerun the same command with --resume-run once the bucket is readable",
         )
+    found: list[dict[str, object]] = [
+        {"uri": uri, "state": probe.state.value, "size": probe.size} for uri, probe in probes
+    ]
     journal.update_attempt(
         request.run_id,
         index,

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from npa_infra.skypilot.base import SkyPilot
     from npa_infra.workflow.launcher import Clock
 
-__all__ = ["WatchResult", "watch_job"]
+__all__ = ["WatchResult", "diagnose_job", "watch_job"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +61,9 @@ def watch_job(
             # missing from a good queue: the controller lost it (runtime-reference.md §1)
             status = found.value if found is not None else "FAILED_CONTROLLER"
             rows = [r for r in queue.records if r.job_id == job_id]
-        diagnosis = _diagnose(cluster, job_id, rows) if status in ("PENDING", "STARTING") else None
+        diagnosis = (
+            diagnose_job(cluster, job_id, rows) if status in ("PENDING", "STARTING") else None
+        )
         tick = supervision.Tick(
             now=now,
             status=status,
@@ -85,7 +87,11 @@ def watch_job(
         clock.sleep(interval)
 
 
-def _diagnose(cluster: KubeCluster | None, job_id: int, rows: list[Any]) -> dict[str, Any] | None:
+def diagnose_job(
+    cluster: KubeCluster | None, job_id: int, rows: list[Any]
+) -> dict[str, Any] | None:
+    """The pending reason of the job's pods (kubernetes.md §6); a failed read is a
+    diagnostic record, never hidden and never acted on. None when there are no pods."""
     if cluster is None:
         return None
     from npa_infra.errors import KubeError
