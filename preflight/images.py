@@ -7,12 +7,24 @@ tokens are shared. Rows keep the order of the targets. A ``not_found`` image
 whose tag is one the project pins gets the build command for that tag as
 its remedy.
 
+The bootstrap-contract label rule (runtime-reference.md §8): an image that
+is ``ok`` and trusted (``registry.contract.is_trusted``: an ``npa-*``
+repository under one of ``trusted_registries``) has its image config read
+through ``Registry.image_labels``, for an index the linux/amd64 child's. The
+label ``org.nebius.npa.skypilot-bootstrap-contract=skypilot-0.12.2-v1`` keeps
+the row ``ok``; a missing or different value makes it ``probe_incompatible``
+(definite; the remedy is the pinned tag's build command when there is one);
+labels that cannot be read make it ``probe_indeterminate`` (unproven). Other
+images never pay for the two extra requests. Without trusted registries
+(the default) no labels are read.
+
 Decisions where the contract leaves room:
 - an index without the cluster's platform is ``not_found`` (definite): the
   pull would fail the same way every time (``registry.manifest``);
 - the platform is linux/amd64: the spec model has no platform field;
 - the in-cluster pull probe is not run here, so no row is
-  ``target_pull_unverified``; a manifest ``ok`` is reported as ``ok``.
+  ``target_pull_unverified``; a manifest ``ok`` (for a trusted image, with
+  the contract label) is reported as ``ok``.
 """
 
 from __future__ import annotations
@@ -24,7 +36,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from npa_infra.catalog import images as pins
-from npa_infra.registry import models, reference
+from npa_infra.registry import contract, models, reference
 from npa_infra.registry.base import Registry
 from npa_infra.registry.models import CheckResult, CheckStatus, ImageRef, Platform
 from preflight.targets import ImageTarget
@@ -87,6 +99,7 @@ def _row(
     registry: Registry,
     platform: Platform,
     build: Callable[[ImageRef], str | None],
+    trusted: Sequence[str],
 ) -> CheckResult:
     parsed = reference.parse(target.image)
     if isinstance(parsed, models.InvalidReference):
@@ -99,6 +112,20 @@ def _row(
             steps=target.steps,
         )
     check = registry.check_manifest(parsed, platform)
+    if check.status is CheckStatus.OK and contract.is_trusted(parsed, trusted):
+        verdict = contract.decide(registry.image_labels(parsed, check), build=build(parsed))
+        if verdict.status is not CheckStatus.OK:
+            return CheckResult(
+                image=target.image,
+                status=verdict.status,
+                http_status=verdict.http_status,
+                error_code=verdict.error_code,
+                detail=verdict.detail,
+                remedy=verdict.remedy,
+                digest=check.digest,
+                platform_digest=check.platform_digest,
+                steps=target.steps,
+            )
     remedy = check.remedy
     if check.status is CheckStatus.NOT_FOUND:
         command = build(parsed)
@@ -124,11 +151,18 @@ def check_images(
     platform: Platform = models.LINUX_AMD64,
     max_workers: int = MAX_WORKERS,
     build: Callable[[ImageRef], str | None] = first_party_build,
+    trusted_registries: Sequence[str] = (),
 ) -> ImagePreflightReport:
-    """Check each target once, at most ``max_workers`` at a time; rows in target order."""
+    """Check each target once, at most ``max_workers`` at a time; rows in target order.
+
+    ``trusted_registries`` (``ghcr.io/nebius/nebius-physical-ai``,
+    ``$NPA_PUBLIC_REGISTRY``, ``$NPA_REGISTRY``) hold their ``npa-*`` images to
+    the bootstrap-contract label; none by default.
+    """
     if not targets:
         return ImagePreflightReport(rows=(), platform=str(platform))
     workers = max(1, min(max_workers, len(targets)))
+    trusted = tuple(trusted_registries)
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="npa-preflight") as pool:
-        rows = tuple(pool.map(lambda t: _row(t, registry, platform, build), targets))
+        rows = tuple(pool.map(lambda t: _row(t, registry, platform, build, trusted), targets))
     return ImagePreflightReport(rows=rows, platform=str(platform))

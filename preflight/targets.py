@@ -12,6 +12,8 @@ states, so visiting each state once covers them.
 ``image_targets`` resolves each reachable state's image with the renderer's
 ``render.images.resolve_image`` (the same rules and the same selection), so
 preflight checks exactly the strings the renderer will emit or pin.
+``step_images`` keeps each such state with its image and resources profile:
+what the in-cluster pull probe needs to rebuild the pod identity.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from npa_infra.plan import context, planner
 from npa_infra.render import images
 from npa_infra.spec.model import Spec, State
 
-__all__ = ["ImageTarget", "image_targets", "reachable_states"]
+__all__ = ["ImageTarget", "StepImage", "image_targets", "reachable_states", "step_images"]
 
 _FOLLOW, _ENTRY, _MEMBER = "follow", "entry", "member"
 
@@ -36,6 +38,15 @@ class ImageTarget:
 
     image: str
     steps: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StepImage:
+    """One reachable state, the image it runs in and its resolved resources profile."""
+
+    state: str
+    image: str
+    profile: Mapping[str, Any]
 
 
 def _leaf_successors(state: State, config: Mapping[str, Any]) -> list[str]:
@@ -86,6 +97,32 @@ def reachable_states(spec: Spec, config: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(order)
 
 
+def step_images(
+    spec: Spec,
+    catalog: Catalog,
+    *,
+    run_id: str,
+    selection: images.ImageSelection,
+    variables: Mapping[str, str] | None = None,
+) -> tuple[StepImage, ...]:
+    """Every reachable state that runs in an image, in discovery order.
+
+    Raises:
+        PlanError: a token of a state's profile does not resolve (validation
+            reports the same error first).
+    """
+    config, run = context.build_scope(spec, catalog, run_id=run_id, variables=variables or {})
+    walk = planner.dry_run_walk(spec, catalog, config, run)
+    found: list[StepImage] = []
+    for name in reachable_states(spec, config):
+        walk.step(spec.states[name], iteration=None, loop_label="", group="")
+        step = walk.steps[-1]
+        image = images.resolve_image(step.tool_ref, step.resources_profile.get("image"), selection)
+        if image:
+            found.append(StepImage(name, image, step.resources_profile))
+    return tuple(found)
+
+
 def image_targets(
     spec: Spec,
     catalog: Catalog,
@@ -100,13 +137,7 @@ def image_targets(
         PlanError: a token of a state's profile does not resolve (validation
             reports the same error first).
     """
-    config, run = context.build_scope(spec, catalog, run_id=run_id, variables=variables or {})
-    walk = planner.dry_run_walk(spec, catalog, config, run)
     found: dict[str, list[str]] = {}
-    for name in reachable_states(spec, config):
-        walk.step(spec.states[name], iteration=None, loop_label="", group="")
-        step = walk.steps[-1]
-        image = images.resolve_image(step.tool_ref, step.resources_profile.get("image"), selection)
-        if image:
-            found.setdefault(image, []).append(name)
+    for step in step_images(spec, catalog, run_id=run_id, selection=selection, variables=variables):
+        found.setdefault(step.image, []).append(step.state)
     return tuple(ImageTarget(image, tuple(states)) for image, states in found.items())

@@ -15,10 +15,20 @@ Four families:
   recorded 0.12 lines (banner, ClusterNotUpError, queue JSON, cancel and down
   lines, ANSI codes) with arbitrary text and exit codes, for the totality of
   the SkyPilot output classifier.
+- ``supervision_scenarios``: one supervised wave's random world: a SkyPilot
+  status timeline per launch (pending, starting, running, then maybe a
+  payload or infrastructure failure or success), per-poll pod events (image
+  pull hiccups and auth failures, missing Secrets, unschedulable shapes,
+  NotReady nodes, preemption, running, done), sparse unreadable queues, and
+  small ``--retries`` / ``--max-infrastructure-recoveries`` budgets.
 - ``gpu_node_lists`` / ``accelerator_requests``: Kubernetes nodes with real
   GPU label keys and values (GFD, Nebius, SkyPilot, GKE spellings, the
   labelling race), taints, readiness and cordons, and ``NAME:N`` requests
   near those names, for the GPU resolver's properties.
+- ``pull_secret_layers`` / ``image_id_texts`` / ``probe_observation_fields``:
+  the three ``imagePullSecrets`` layers of skypilot-0.12.md §9.3, runtime
+  ``imageID`` spellings, and every field of a pull-probe observation, for the
+  overlay rule and the probe verdict's totality (kubernetes.md §9).
 """
 
 from __future__ import annotations
@@ -31,18 +41,24 @@ import yaml
 from hypothesis import strategies as st
 
 from npa_infra.kube.models import NodeInfo, Taint
+from npa_infra.registry.models import ProbeCleanup
 from npa_infra.skypilot.models import CommandResult
 
 __all__ = [
     "SEED_SPECS",
     "accelerator_requests",
     "gpu_node_lists",
+    "hex_texts",
+    "image_id_texts",
     "image_reference_texts",
     "mutated_spec_bytes",
     "mutated_spec_texts",
+    "probe_observation_fields",
+    "pull_secret_layers",
     "random_spec_texts",
     "sky_command_results",
     "source_files",
+    "supervision_scenarios",
     "token_contexts",
     "token_texts",
     "valid_spec_texts",
@@ -883,3 +899,97 @@ def source_files(draw: st.DrawFn, min_size: int = 0) -> list[tuple[str, bool, by
         )
     )
     return [(path, draw(st.booleans()), draw(st.binary(max_size=64))) for path in paths]
+
+
+POD_EVENTS = (
+    "image_pull_brief",  # ImagePullBackOff on a registry timeout: transient
+    "image_pull_auth",  # ErrImagePull 401: permanent
+    "missing_secret",  # CreateContainerConfigError: permanent
+    "unschedulable_gpu",  # Insufficient nvidia.com/gpu
+    "impossible_shape",  # no node offers the requested GPU product
+    "unschedulable_cpu",  # Insufficient cpu: capacity, transient
+    "node_not_ready",
+    "node_ready",
+    "preempted",  # DisruptionTarget=True
+    "running",
+    "succeeded",
+    "failed",
+)
+_ENDINGS = (None, "SUCCEEDED", "FAILED", "FAILED_SETUP", "FAILED_NO_RESOURCE", "FAILED_CONTROLLER")
+
+
+@st.composite
+def _status_timeline(draw: st.DrawFn) -> list[str]:
+    pending = ["PENDING"] * draw(st.integers(min_value=1, max_value=14))
+    starting = ["STARTING"] * draw(st.integers(min_value=0, max_value=2))
+    running = ["RUNNING"] * draw(st.integers(min_value=0, max_value=4))
+    end = draw(st.sampled_from(_ENDINGS))
+    return [*pending, *starting, *running, *([end] if end else [])]
+
+
+@st.composite
+def supervision_scenarios(draw: st.DrawFn) -> dict[str, Any]:
+    """``{retries, recoveries, timelines (one per possible launch), pod_events (per poll,
+    as runs of one event), unreadable_queue_calls}`` for the supervision property test."""
+    retries = draw(st.integers(min_value=0, max_value=2))
+    recoveries = draw(st.integers(min_value=0, max_value=2))
+    runs = draw(
+        st.lists(
+            st.tuples(st.sampled_from(POD_EVENTS), st.integers(min_value=1, max_value=12)),
+            max_size=8,
+        )
+    )
+    return {
+        "retries": retries,
+        "recoveries": recoveries,
+        "timelines": [draw(_status_timeline()) for _ in range(1 + retries + recoveries)],
+        "pod_events": [event for event, count in runs for _ in range(count)],
+        "unreadable_queue_calls": sorted(
+            draw(st.sets(st.integers(min_value=1, max_value=80), max_size=3))
+        ),
+    }
+
+
+# -- the in-cluster pull probe (kubernetes.md §4.4, §9; skypilot-0.12.md §9.3) ----------------
+
+PROBE_DIGEST = "sha256:" + "a" * 64
+
+
+def hex_texts(size: int) -> st.SearchStrategy[str]:
+    """Lowercase hex of exactly ``size`` characters (digests, probe nonces)."""
+    return st.text(alphabet="0123456789abcdef", min_size=size, max_size=size)
+
+
+def pull_secret_layers() -> st.SearchStrategy[list[list[str] | None]]:
+    """Three ``imagePullSecrets`` layers (global, context, task), each absent or a short list."""
+    names = st.sampled_from(["a", "b", "c", "d"])
+    return st.lists(st.one_of(st.none(), st.lists(names, max_size=3)), min_size=3, max_size=3)
+
+
+def image_id_texts() -> st.SearchStrategy[str]:
+    """``imageID`` values as runtimes report them (containerd, Docker, bare ids), mutated."""
+    hexes = st.text(alphabet="0123456789abcdef", min_size=60, max_size=66)
+    real = st.builds(
+        lambda prefix, repo, hexa: f"{prefix}{repo}@sha256:{hexa}",
+        st.sampled_from(["", "docker-pullable://", "docker://"]),
+        st.sampled_from(["ghcr.io/x/y", "reg.example.com:5000/team/app", "docker.io/library/b"]),
+        hexes,
+    )
+    return st.one_of(real, hexes.map(lambda h: f"sha256:{h}"), st.text(max_size=120))
+
+
+def probe_observation_fields() -> st.SearchStrategy[dict[str, Any]]:
+    """Keyword arguments of ``preflight.probe_verdict.Observation``, every field varied."""
+    return st.fixed_dictionaries(
+        {
+            "created": st.booleans(),
+            "drift": st.lists(st.text(max_size=5), max_size=2).map(tuple),
+            "account_changed": st.booleans(),
+            "phase": st.sampled_from(["", "Pending", "Running", "Succeeded", "Failed", "Unknown"]),
+            "permanent": st.sampled_from(["", "IMAGE_PULL_AUTH: ErrImagePull: 401"]),
+            "image_id": st.one_of(st.just(f"ghcr.io/x/y@{PROBE_DIGEST}"), image_id_texts()),
+            "deadline_expired": st.booleans(),
+            "vanished": st.booleans(),
+            "cleanup": st.sampled_from(list(ProbeCleanup)),
+        }
+    )

@@ -56,6 +56,14 @@ ImageOverrideOpt = Annotated[
     ),
 ]
 RegistryOpt = Annotated[str | None, typer.Option("--registry", help="Registry for catalog images.")]
+BootstrapTimeoutOpt = Annotated[
+    float,
+    typer.Option(
+        "--image-bootstrap-timeout-seconds",
+        min=0.0,
+        help="How long the pull-probe pod is watched (0 = no deadline).",
+    ),
+]
 InsecureOpt = Annotated[
     list[str] | None,
     typer.Option(
@@ -164,6 +172,8 @@ def _print_checks(rows: "list[CheckResult] | tuple[CheckResult, ...]") -> None:
         if row.platform_digest:
             digest += f" (platform {row.platform_digest})"
         line = f"{row.status.value:<16} {row.image}  {digest}"
+        if row.probe is not None and row.status == "ok":
+            line += f"  (pulled in-cluster by {row.probe.pod or 'a cached probe'})"
         if row.status != "ok":
             line += f"  {row.detail}; next: {row.remedy}"
         output.out(line)
@@ -180,13 +190,20 @@ def preflight_images(
     insecure_registry: InsecureOpt = None,
     stack: StackOpt = None,
     catalog: CatalogOpt = None,
+    infra: Annotated[
+        str | None,
+        typer.Option("--infra", help="k8s/<exact context>: prove each pull with a probe pod."),
+    ] = None,
+    image_bootstrap_timeout_seconds: BootstrapTimeoutOpt = 1800.0,
     as_json: JsonOpt = False,
 ) -> None:
-    """Check every image the spec can run (all decision outcomes) against its registry.
+    """Check every image the spec can run (all decision outcomes) against its registry,
+    then, with --infra k8s/<context>, pull each Kubernetes image in-cluster with a probe pod.
 
     Exit codes: 0 every image ok; 1 a definite failure (forbidden, unauthorized,
-    not_found, invalid, no_credentials, untrusted_realm); 2 only unproven results
-    (unreachable, error).
+    not_found, invalid, no_credentials, untrusted_realm, probe_incompatible); 2
+    only unproven results (unreachable, error, target_pull_unverified,
+    probe_indeterminate).
     """
     from npa_infra.workflow import api, options
 
@@ -201,6 +218,8 @@ def preflight_images(
             insecure_registries=list(insecure_registry or []),
             stack=stack,
             catalog_path=catalog,
+            infra=infra,
+            image_bootstrap_timeout_seconds=image_bootstrap_timeout_seconds,
         )
     if as_json:
         output.emit_json(report.to_json())
@@ -273,9 +292,11 @@ def submit(
         bool,
         typer.Option(
             "--preflight-images/--no-preflight-images",
-            help="Check every image's registry manifest before anything is launched.",
+            help="Check every image's registry manifest, and pull it in-cluster with a probe "
+            "pod, before anything is launched.",
         ),
     ] = True,
+    image_bootstrap_timeout_seconds: BootstrapTimeoutOpt = 1800.0,
     infra: Annotated[str | None, typer.Option("--infra", help="k8s/<exact context>.")] = None,
     secret_env: Annotated[
         list[str] | None,
@@ -396,6 +417,7 @@ def submit(
             max_infrastructure_recoveries=max_infrastructure_recoveries,
             infrastructure_grace_seconds=infrastructure_grace_seconds,
             preflight_images=preflight_images,
+            image_bootstrap_timeout_seconds=image_bootstrap_timeout_seconds,
             insecure_registries=list(insecure_registry or []),
             stage_src=stage_src is True,
             no_stage_src=stage_src is False,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
@@ -74,6 +75,7 @@ class KubeApi:
         self._request_timeout = request_timeout
         self._clock = clock
         self._api: ApiClient | None = None
+        self._lock = threading.Lock()  # the pull probe calls from several threads
 
     @classmethod
     def for_context(cls, context: str, env: Mapping[str, str] | None = None) -> KubeApi:
@@ -282,15 +284,16 @@ class KubeApi:
         Raises:
             KubeError: ``NO_KUBECONFIG``, ``UNKNOWN_CONTEXT`` or ``EXEC_PLUGIN``.
         """
-        if self._api is not None:
-            return self._api
-        config = kubeconfig.load(self.kubeconfig)
-        context = config.context(self.context)  # exact: never current-context
-        from kubernetes.client import ApiClient
+        with self._lock:
+            if self._api is not None:
+                return self._api
+            config = kubeconfig.load(self.kubeconfig)
+            context = config.context(self.context)  # exact: never current-context
+            from kubernetes.client import ApiClient
 
-        configuration = self._configuration(config, context)
-        self._api = ApiClient(configuration=configuration)
-        return self._api
+            configuration = self._configuration(config, context)
+            self._api = ApiClient(configuration=configuration)
+            return self._api
 
     def _configuration(
         self, config: kubeconfig.Kubeconfig, context: kubeconfig.KubeContext

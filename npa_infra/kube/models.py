@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import NamedTuple
 
 __all__ = [
     "ContainerTerminated",
     "ContainerWaiting",
+    "DeleteOutcome",
     "KubeErrorKind",
     "NodeInfo",
     "PodCondition",
     "PodEvent",
     "PodObservation",
+    "ProbePod",
     "ReadyzSample",
     "Taint",
 ]
@@ -146,3 +149,36 @@ class PodObservation:
 
     def condition(self, type_: str) -> PodCondition | None:
         return next((c for c in self.conditions if c.type == type_), None)
+
+
+# -- the image pull probe (kubernetes.md §9) ------------------------------------------------
+class DeleteOutcome(StrEnum):
+    """The answer to a UID-preconditioned DELETE (kubernetes.md §5.1, §5.3)."""
+
+    ACCEPTED = "accepted"  # 200/202: our object is deleted or terminating
+    GONE = "gone"  # 404: already gone
+    CONFLICT = "conflict"  # 409: the name belongs to another object now; never deleted
+
+
+@dataclass(frozen=True, slots=True)
+class ProbePod:
+    """One pull-probe pod as the API answered it, never a client object.
+
+    ``labels`` and ``spec`` are the server's JSON (camelCase keys, None
+    fields dropped), so the requested manifest and the observed pod compare
+    field by field. ``image_id`` is the first container's ``imageID`` ("" before
+    the pull); ``deleting`` means ``deletionTimestamp`` is set; ``deleted``
+    that a watch reported the object gone (a ``DELETED`` event).
+    """
+
+    name: str
+    namespace: str
+    uid: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    spec: Mapping[str, object] = field(default_factory=dict)
+    phase: str = "Pending"
+    image_id: str = ""
+    node_name: str = ""
+    deleting: bool = False
+    deleted: bool = False
+    observation: PodObservation | None = None

@@ -223,11 +223,13 @@ def malformed(detail: str, http_status: int | None = None) -> ManifestCheck:
     )
 
 
-def digest_mismatch(expected: str, actual: str, *, what: str) -> ManifestCheck:
+def digest_mismatch(
+    expected: str, actual: str, *, what: str, body: str = "the manifest body"
+) -> ManifestCheck:
     """registry.md §3: the body must hash to the digest the registry (or the reference) names."""
     return ManifestCheck(
         CheckStatus.ERROR,
-        f"digest mismatch: {what} names {expected} but the manifest body hashes to {actual}",
+        f"digest mismatch: {what} names {expected} but {body} hashes to {actual}",
         "do not use this image: the registry served content other than what it names; report it "
         "to the registry operator",
         200,

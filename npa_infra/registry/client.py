@@ -8,6 +8,12 @@ is verified by ``manifest.verify``: ``Docker-Content-Digest`` and a digest
 reference must both equal the sha256 of the exact body bytes, and an index
 resolves to the platform child the cluster will pull. ``tags/list`` is never asked.
 
+``image_labels`` (only for trusted images, ``contract.is_trusted``) reads the
+labels of the manifest the cluster pulls with two more requests: that
+manifest by its digest, then its config blob, each verified against its
+digest. It reuses the token that served the check while it is valid, so no
+new token is bought and no anonymous request is repeated.
+
 Transport rules: HTTPS, except that loopback hosts (and ``insecure_hosts``)
 fall back to plain HTTP when the server does not speak TLS (cli.md §0).
 Redirects are followed by hand and drop ``Authorization`` on any change of
@@ -36,7 +42,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
-from npa_infra.registry import challenge, classify, manifest
+from npa_infra.errors import InvariantError
+from npa_infra.registry import challenge, classify, contract, manifest
 from npa_infra.registry.classify import Attempt
 from npa_infra.registry.credentials import Credential, CredentialSet
 from npa_infra.registry.models import (
@@ -58,6 +65,8 @@ USER_AGENT = "npa-infra-preflight/1"
 MAX_BODY = 4 * 1024 * 1024  # distribution refuses manifests above 4 MiB
 MAX_REDIRECTS = 5
 _TokenKey = tuple[str, str, tuple[str, ...], tuple[str, str] | None]
+# the challenge, scopes and credential whose token last served a repository
+_Grant = tuple[challenge.Challenge, tuple[str, ...], Credential | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +155,7 @@ class RegistryClient:
         self._tokens: dict[_TokenKey, tuple[str, float]] = {}
         self._token_locks: dict[_TokenKey, threading.Lock] = {}
         self._schemes: dict[str, str] = {}
-        self._probe_locks: dict[str, threading.Lock] = {}
+        self._grants: dict[tuple[str, str], _Grant] = {}
 
     # -- lifecycle -----------------------------------------------------------
     def _http(self) -> httpx.Client:
@@ -192,17 +201,66 @@ class RegistryClient:
         except _Final as final:
             return final.check
 
+    def image_labels(self, ref: ImageRef, check: ManifestCheck) -> contract.LabelsResult:
+        """``config.Labels`` of the manifest the cluster pulls (registry.md §3), or why not.
+
+        That manifest is the check's platform child for an index, else the
+        manifest itself; never raises for a registry answer.
+
+        Raises:
+            InvariantError: ``check`` is not an ``ok`` check with a digest.
+        """
+        digest = check.platform_digest or check.digest
+        if check.status is not CheckStatus.OK or not digest:
+            raise InvariantError(f"image_labels needs an ok manifest check, got {check.status}")
+        try:
+            return self._labels(ref, digest)
+        except _Final as final:
+            return contract.LabelsResult(failure=final.check)
+
     def _check(self, ref: ImageRef, platform: Platform) -> ManifestCheck:
-        first = self._manifest(ref, None)
+        path = f"/v2/{ref.repository}/manifests/{ref.reference}"
+        answer = self._authorized(ref, lambda auth: self._get(ref, path, auth))
+        return self._verify_body(answer, ref, platform)
+
+    def _labels(self, ref: ImageRef, digest: str) -> contract.LabelsResult:
+        path = f"/v2/{ref.repository}/manifests/{digest}"
+        child = self._authorized(ref, lambda auth: self._get(ref, path, auth), reuse=True)
+        config = manifest.config_digest(
+            child.body, digest=digest, header_digest=child.headers.get("docker-content-digest", "")
+        )
+        if isinstance(config, ManifestCheck):
+            return contract.LabelsResult(failure=config)
+        blob = f"/v2/{ref.repository}/blobs/{config}"
+        answer = self._authorized(ref, lambda auth: self._get(ref, blob, auth, "*/*"), reuse=True)
+        labels = manifest.config_labels(answer.body, digest=config)
+        if isinstance(labels, ManifestCheck):
+            return contract.LabelsResult(failure=labels)
+        return contract.LabelsResult(labels=labels, config_digest=config)
+
+    def _authorized(
+        self, ref: ImageRef, fetch: Callable[[str | None], _Answer], *, reuse: bool = False
+    ) -> _Answer:
+        """The 200 answer of ``fetch`` through the token flow (registry.md §2); else ``_Final``.
+
+        With ``reuse`` the token that last served this repository goes first
+        (a later request for an image already checked); a 401 falls back to the flow.
+        """
+        reused = self._reused(ref, fetch) if reuse else None
+        if reused is not None:
+            return reused
+        first = fetch(None)
         if first.status == 200:
-            return self._verify_body(first, ref, platform)
-        if first.status != 401:
-            return self._final(first, ref, "manifest", Attempt.NO_TOKEN)
+            return first
         chosen = challenge.select(challenge.parse(first.challenges))
-        if chosen is None or (chosen.scheme == "bearer" and not chosen.realm):
-            return self._final(first, ref, "manifest", Attempt.NO_TOKEN)
+        if (
+            first.status != 401
+            or chosen is None
+            or (chosen.scheme == "bearer" and not chosen.realm)
+        ):
+            raise _Final(self._final(first, ref, "manifest", Attempt.NO_TOKEN))
         if chosen.scheme == "basic":
-            return classify.basic_challenge(first.status)
+            raise _Final(classify.basic_challenge(first.status))
         credential = self._credentials.for_registry(ref.registry)
         trusted = challenge.realm_trusted(chosen.realm, ref.registry, self._trusted)
         scopes = tuple(chosen.scope.split()) or (f"repository:{ref.repository}:pull",)
@@ -212,13 +270,31 @@ class RegistryClient:
             if isinstance(token, _Answer):
                 answer, source = token, "token"
             else:
-                answer, source = self._manifest(ref, f"Bearer {token}"), "manifest"
+                answer, source = fetch(f"Bearer {token}"), "manifest"
                 if answer.status == 200:
-                    return self._verify_body(answer, ref, platform)
+                    with self._lock:
+                        self._grants[(ref.registry, ref.repository)] = (chosen, scopes, use)
+                    return answer
             verdict = self._verdict(answer, ref, source, attempt, credential, chosen, trusted)
             if verdict.check is not None:
-                return verdict.check
+                raise _Final(verdict.check)
         raise AssertionError("the credentialed attempt always ends the flow")  # pragma: no cover
+
+    def _reused(self, ref: ImageRef, fetch: Callable[[str | None], _Answer]) -> _Answer | None:
+        """``fetch`` with the repository's last token; None when there is none or it was refused."""
+        with self._lock:
+            grant = self._grants.get((ref.registry, ref.repository))
+        if grant is None:
+            return None
+        token = self._token(ref, *grant)  # the cached token, unless it is about to expire
+        if isinstance(token, _Answer):
+            return None
+        answer = fetch(f"Bearer {token}")
+        if answer.status == 401:
+            return None
+        if answer.status != 200:
+            raise _Final(self._final(answer, ref, "manifest", Attempt.NO_TOKEN))
+        return answer
 
     def _verdict(
         self,
@@ -333,10 +409,11 @@ class RegistryClient:
     def _plain_allowed(self, host: str) -> bool:
         return is_loopback_host(host) or host.lower() in self._insecure
 
-    def _manifest(self, ref: ImageRef, authorization: str | None) -> _Answer:
+    def _get(
+        self, ref: ImageRef, path: str, authorization: str | None, accept: str = MANIFEST_ACCEPT
+    ) -> _Answer:
         import httpx
 
-        path = f"/v2/{ref.repository}/manifests/{ref.reference}"
         scheme = self._schemes.get(ref.registry)
         if scheme is None and self._plain_allowed(ref.host):
             scheme, answer = self._probe_scheme(ref, path, authorization)
@@ -346,7 +423,7 @@ class RegistryClient:
             return self._send(
                 f"{scheme or 'https'}://{ref.registry}{path}",
                 authorization,
-                accept=MANIFEST_ACCEPT,
+                accept=accept,
                 host=ref.registry,
                 raw=True,
             )
@@ -358,34 +435,31 @@ class RegistryClient:
     ) -> tuple[str, _Answer | None]:
         """HTTPS first, plain HTTP when the loopback (or insecure) peer does not speak TLS.
 
-        One probe per registry: concurrent checks wait for it instead of each
-        failing its own TLS handshake. An HTTPS answer is returned as is.
+        Concurrent checks do not wait for each other: each one whose scheme is
+        still unknown tries HTTPS itself, and the first outcome is remembered.
+        Waiting would serialise a whole TLS handshake and first answer in front
+        of every other check (the bench's ``--mode token``); a failed handshake
+        against a plain-HTTP peer costs one round trip, in parallel. An HTTPS
+        answer is returned as is.
         """
         import httpx
 
-        with self._lock:
-            lock = self._probe_locks.setdefault(ref.registry, threading.Lock())
-        with lock:
-            known = self._schemes.get(ref.registry)
-            if known is not None:
-                return known, None
-            try:
-                answer = self._send(
-                    f"https://{ref.registry}{path}",
-                    authorization,
-                    accept=MANIFEST_ACCEPT,
-                    host=ref.registry,
-                    raw=True,
-                )
-            except httpx.ConnectError as exc:
-                if not _speaks_plain_http(exc):
-                    raise _Final(translate(exc, ref.registry)) from None
-                self._schemes[ref.registry] = "http"
-                return "http", None
-            except httpx.HTTPError as exc:
+        try:
+            answer = self._send(
+                f"https://{ref.registry}{path}",
+                authorization,
+                accept=MANIFEST_ACCEPT,
+                host=ref.registry,
+                raw=True,
+            )
+        except httpx.ConnectError as exc:
+            if not _speaks_plain_http(exc):
                 raise _Final(translate(exc, ref.registry)) from None
-            self._schemes[ref.registry] = "https"
-            return "https", answer
+            return self._schemes.setdefault(ref.registry, "http"), None
+        except httpx.HTTPError as exc:
+            raise _Final(translate(exc, ref.registry)) from None
+        self._schemes.setdefault(ref.registry, "https")
+        return "https", answer
 
     def _send(
         self,

@@ -8,6 +8,11 @@ child for the requested platform; attestation entries (``unknown/unknown``)
 are skipped. An index without that platform is ``not_found``: the pull would
 fail with "no matching manifest" every time, so it is a definite failure
 (the detail names the platforms the index does have).
+
+``config_digest`` and ``config_labels`` read the labels of the manifest the
+cluster pulls: the platform manifest fetched by its digest names its config
+blob, and the blob's ``config.Labels`` hold the labels; each body must hash to
+the digest it was fetched by, or the answer is an ``error``.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from npa_infra.registry.models import (
     Platform,
 )
 
-__all__ = ["verify"]
+__all__ = ["config_digest", "config_labels", "verify"]
 
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
@@ -105,3 +110,54 @@ def _from_index(doc: dict[str, Any], media: str, digest: str, platform: Platform
         None,
         media,
     )
+
+
+def _json_object(body: bytes) -> dict[str, Any] | None:
+    try:
+        doc: Any = json.loads(body.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def config_digest(body: bytes, *, digest: str, header_digest: str = "") -> str | ManifestCheck:
+    """The config blob digest of a platform manifest fetched by ``digest``, or why not."""
+    computed = "sha256:" + hashlib.sha256(body).hexdigest()
+    header = header_digest.strip()
+    if header and header != computed:
+        return classify.digest_mismatch(header, computed, what="Docker-Content-Digest")
+    if computed != digest:
+        return classify.digest_mismatch(digest, computed, what="the manifest check")
+    doc = _json_object(body)
+    if doc is None:
+        return classify.malformed("the platform manifest body is not a JSON object", 200)
+    config = doc.get("config")
+    child = config.get("digest") if isinstance(config, dict) else None
+    if not isinstance(child, str) or not _DIGEST.fullmatch(child):
+        return classify.malformed(f"the platform manifest {digest} names no sha256 config", 200)
+    return child
+
+
+def config_labels(body: bytes, *, digest: str) -> dict[str, str] | ManifestCheck:
+    """``config.Labels`` of an image config blob fetched by ``digest`` (absent or null: none)."""
+    computed = "sha256:" + hashlib.sha256(body).hexdigest()
+    if computed != digest:
+        return classify.digest_mismatch(
+            digest, computed, what="the manifest", body="the config blob"
+        )
+    doc = _json_object(body)
+    if doc is None:
+        return classify.malformed(f"the image config {digest} is not a JSON object", 200)
+    config = doc.get("config")
+    if config is None:
+        return {}
+    labels = config.get("Labels") if isinstance(config, dict) else None
+    if labels is None and isinstance(config, dict):
+        return {}
+    if not isinstance(labels, dict):
+        return classify.malformed(f"the image config {digest} has malformed config.Labels", 200)
+    # OCI labels are strings; another JSON value is kept as its JSON text, never dropped.
+    return {
+        str(k): v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+        for k, v in labels.items()
+    }

@@ -8,6 +8,9 @@ must do, and ``exit_code`` maps a set of statuses to the command's exit code:
 ``ImageRef`` is a parsed reference (``reference.parse``); ``ManifestCheck`` is
 what one registry answered for one reference; ``CheckResult`` is the row the
 user sees, with the states that use the image and the next step to take.
+``ProbeRecord`` is the in-cluster pull probe's evidence on that row
+(kubernetes.md §9): its verdict, the pod it created, where it ran, the
+``imageID`` the runtime reported, why, and whether cleanup was verified.
 """
 
 from __future__ import annotations
@@ -34,6 +37,9 @@ __all__ = [
     "InvalidReference",
     "ManifestCheck",
     "Platform",
+    "ProbeCleanup",
+    "ProbeRecord",
+    "ProbeVerdict",
     "exit_code",
     "is_loopback_host",
 ]
@@ -62,6 +68,9 @@ class CheckStatus(StrEnum):
     UNREACHABLE = "unreachable"
     ERROR = "error"
     TARGET_PULL_UNVERIFIED = "target_pull_unverified"
+    # cli.md §1.3 (add): the in-cluster pull probe's verdicts and the bootstrap-contract rule.
+    PROBE_INCOMPATIBLE = "probe_incompatible"
+    PROBE_INDETERMINATE = "probe_indeterminate"
 
 
 # cli.md §1.3 exit codes: a definite failure is proven; an unproven one may pass on retry.
@@ -73,10 +82,16 @@ DEFINITE = frozenset(
         CheckStatus.INVALID,
         CheckStatus.NO_CREDENTIALS,
         CheckStatus.UNTRUSTED_REALM,
+        CheckStatus.PROBE_INCOMPATIBLE,
     }
 )
 UNPROVEN = frozenset(
-    {CheckStatus.UNREACHABLE, CheckStatus.ERROR, CheckStatus.TARGET_PULL_UNVERIFIED}
+    {
+        CheckStatus.UNREACHABLE,
+        CheckStatus.ERROR,
+        CheckStatus.TARGET_PULL_UNVERIFIED,
+        CheckStatus.PROBE_INDETERMINATE,
+    }
 )
 
 
@@ -176,8 +191,38 @@ class ManifestCheck:
     media_type: str | None = None
 
 
+class ProbeVerdict(StrEnum):
+    """kubernetes.md §9.5: what one pull-probe pod proved."""
+
+    COMPATIBLE = "compatible"  # Succeeded, digest proven, cleanup verified
+    INCOMPATIBLE = "incompatible"  # Failed, or a permanent waiting reason
+    INDETERMINATE = "indeterminate"  # anything else
+
+
+class ProbeCleanup(StrEnum):
+    """What became of the probe pod (kubernetes.md §5.3, §9.4 step 6)."""
+
+    VERIFIED = "verified"  # UID-preconditioned DELETE, then confirmed gone
+    FAILED = "failed"  # it may still exist: left labelled for inspection; blocks submission
+    NOT_CREATED = "not_created"  # no pod was created
+
+
+class ProbeRecord(BaseModel):
+    """cli.md §1.3's ``probe {status, pod, namespace, node, image_id, reason, cleanup}``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    status: ProbeVerdict
+    pod: str | None = None
+    namespace: str | None = None
+    node: str | None = None
+    image_id: str | None = None
+    reason: str = ""
+    cleanup: ProbeCleanup = ProbeCleanup.NOT_CREATED
+
+
 class CheckResult(BaseModel):
-    """One row of ``preflight-images``: cli.md §1.3's keys plus ``error_code``, ``platform_digest``, ``steps``."""
+    """One row of ``preflight-images``: cli.md §1.3's keys plus ``error_code``, ``platform_digest``, ``steps``, ``probe``."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -190,6 +235,7 @@ class CheckResult(BaseModel):
     digest: str | None = None
     platform_digest: str | None = None
     steps: tuple[str, ...] = ()
+    probe: ProbeRecord | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = self.model_dump(mode="json")

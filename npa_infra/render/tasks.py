@@ -23,12 +23,13 @@ from npa_infra.errors import RenderError
 from npa_infra.plan.model import PlanStep
 from npa_infra.render import images
 
-__all__ = ["RenderSettings", "render_task", "secret_names_for_image"]
+__all__ = ["RenderSettings", "render_task", "secret_names_for_image", "task_pod_config"]
 
 DEFAULT_AWS_ENDPOINT = "https://storage.eu-north1.nebius.cloud"
 _NEBIUS_REGISTRY = re.compile(r"^cr\.[a-z0-9-]+\.nebius\.cloud/")
 _COPIED = ("cloud", "accelerators", "cpus", "memory", "disk_size", "use_spot", "region")
 _DOCKER_SECRETS = ("SKYPILOT_DOCKER_SERVER", "SKYPILOT_DOCKER_USERNAME", "SKYPILOT_DOCKER_PASSWORD")
+_NEBIUS_PULL_SECRET = "npa-nebius-registry"
 _CACHE_DEFAULTS = {"XDG_CACHE_HOME": "/tmp/npa-cache/xdg", "UV_CACHE_DIR": "/tmp/npa-cache/uv"}
 
 
@@ -165,6 +166,27 @@ def _is_first_party(image: str, registry: str) -> bool:
     return head.startswith(registry.rstrip("/") + "/") or name in pins.IMAGE_PINS
 
 
+def _add_pull_secret(pod_config: dict[str, Any], image: str | None) -> None:
+    """A private Nebius registry image pulls with the stack's ``npa-nebius-registry`` Secret."""
+    if image and secret_names_for_image(image):
+        pull = pod_config.setdefault("spec", {}).setdefault("imagePullSecrets", [])
+        if not any(isinstance(p, dict) and p.get("name") == _NEBIUS_PULL_SECRET for p in pull):
+            pull.append({"name": _NEBIUS_PULL_SECRET})
+
+
+def task_pod_config(profile: Mapping[str, Any], image: str | None) -> dict[str, Any]:
+    """The task layer's ``config.kubernetes.pod_config`` as ``render_task`` emits it.
+
+    Without the resource requests ``render_task`` may add (ephemeral storage):
+    the pull probe needs the pod's identity and placement, never its size.
+    """
+    raw = profile.get("kubernetes")
+    block: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
+    pod_config: dict[str, Any] = copy.deepcopy(block.get("pod_config") or {})
+    _add_pull_secret(pod_config, image)
+    return pod_config
+
+
 def attempt_id(workflow: str, run_id: str, task: str) -> str:
     return hashlib.sha256(json.dumps([workflow, run_id, task]).encode()).hexdigest()
 
@@ -295,10 +317,7 @@ def render_task(
         )
     resources = _resources(step, profile, image, s, pod_config)
     secrets = {name: f"<{name}>" for name in (*secret_names_for_image(image), *s.secret_env)}
-    if image and secret_names_for_image(image):
-        pull = pod_config.setdefault("spec", {}).setdefault("imagePullSecrets", [])
-        if not any(isinstance(p, dict) and p.get("name") == "npa-nebius-registry" for p in pull):
-            pull.append({"name": "npa-nebius-registry"})
+    _add_pull_secret(pod_config, image)
     # Key order as dsl.md §6.1 lists it: name, resources, envs, run, num_nodes, config, setup, secrets.
     doc: dict[str, Any] = {
         "name": name,

@@ -50,6 +50,7 @@ __all__ = [
     "ReadinessSummary",
     "VerifyReport",
     "effective_service_account",
+    "isolated_config",
     "monotonic",
     "open_cluster",
     "probe_status",
@@ -161,9 +162,17 @@ def effective_service_account(config: Mapping[str, Any], context: str) -> tuple[
 
 
 def _skypilot_config(env: Mapping[str, str], stack: str | None) -> tuple[dict[str, Any], str]:
-    """The isolated SkyPilot config of ``stack`` (empty when it was never generated)."""
+    return isolated_config(env, stack)
+
+
+def isolated_config(
+    env: Mapping[str, str], stack: str | None, explicit_dir: str | None = None
+) -> tuple[dict[str, Any], str]:
+    """The isolated SkyPilot config of ``stack`` and its path (empty when never generated)."""
     try:
-        directory = isolation.resolve_isolated_dir(None, env, npa_config.load_config(env), stack)
+        directory = isolation.resolve_isolated_dir(
+            explicit_dir, env, npa_config.load_config(env), stack
+        )
         text = directory.config_file.read_text(encoding="utf-8")
         data = yaml.safe_load(text)
     except (ConfigError, OSError, yaml.YAMLError):

@@ -24,6 +24,7 @@ from npa_infra.workflow.fingerprint import plan_fingerprint
 
 if TYPE_CHECKING:
     from npa_infra.registry.base import Registry
+    from npa_infra.workflow.pullcheck import ProberFactory
     from preflight.images import ImagePreflightReport
 
 __all__ = [
@@ -166,21 +167,33 @@ def preflight_images(
     catalog_path: Path | None = None,
     env: Mapping[str, str] | None = None,
     client: Registry | None = None,
+    infra: str | None = None,
+    image_bootstrap_timeout_seconds: float = 1800.0,
+    prober: ProberFactory | None = None,
 ) -> ImagePreflightReport:
     """Check every control-flow-reachable image of a spec against its registry (cli.md §1.3).
 
     Every decision outcome counts, so ``assume_decision`` (kept for parity
     with ``plan-spec``) never narrows the set. Each distinct image is checked
-    once, concurrently; ``client`` replaces the real registry client.
+    once, concurrently; ``client`` replaces the real registry client. With
+    ``infra`` = ``k8s/<context>``, each registry-``ok`` image of a Kubernetes
+    step is then pulled in-cluster by a probe pod (kubernetes.md §9), watched
+    for at most ``image_bootstrap_timeout_seconds`` (0 = no deadline);
+    ``prober`` replaces the real Kubernetes adapter. Without it those rows
+    are ``target_pull_unverified``.
 
     Raises:
         SpecError: the spec is invalid.
+        UsageError: ``infra`` is not ``k8s/<context>``, or the timeout is negative.
         ConfigError: the stack file, the configuration or the credentials file is unreadable.
+        KubeError: no kubeconfig, or the context is not in it.
+        RenderError: an ``imagePullSecrets`` overlay SkyPilot would reject.
     """
     from npa_infra.render import images
-    from npa_infra.workflow import imagecheck, stackfile
+    from npa_infra.workflow import imagecheck, pullcheck, stackfile
 
     del assume_decision  # preview-only: the union over all outcomes is always checked
+    context_name = pullcheck.context_of(infra)
     environ = os.environ if env is None else env
     catalog = select(catalog_path, environ)
     v = loading.load_validated(spec_path, catalog, variables or {})
@@ -192,12 +205,37 @@ def preflight_images(
     checker = client or imagecheck.open_client(
         environ, stack=stack, insecure_hosts=insecure_registries
     )
+    run_id = f"{v.spec.name}-plan"
     try:
-        return imagecheck.run(
-            v.spec, catalog, run_id=f"{v.spec.name}-plan", selection=selection, client=checker
+        report = imagecheck.run(
+            v.spec,
+            catalog,
+            run_id=run_id,
+            selection=selection,
+            client=checker,
+            env=environ,
         )
     except PlanError as err:
         raise plan_error(v, err) from None
     finally:
         if own:
             checker.close()
+    options = pullcheck.PullProbeOptions(
+        context=context_name,
+        infra=infra,
+        deadline_seconds=image_bootstrap_timeout_seconds,
+        stack=stack,
+    )
+    try:
+        return pullcheck.probe(
+            report,
+            v.spec,
+            catalog,
+            run_id=run_id,
+            selection=selection,
+            options=options,
+            env=environ,
+            prober=prober,
+        )
+    except PlanError as err:
+        raise plan_error(v, err) from None

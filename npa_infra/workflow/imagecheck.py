@@ -6,7 +6,10 @@ both select the catalog registry the same way (``--registry``, the stack's,
 renderer's rules, and build the real client only when the caller injected
 none. Credentials come from the process environment, then the stack's
 credentials file (registry.md §2.1); trusted token realms from
-``registry.trusted_token_realms`` in ``$NPA_HOME/config.yaml``.
+``registry.trusted_token_realms`` in ``$NPA_HOME/config.yaml``. The registries
+whose ``npa-*`` images must carry the bootstrap-contract label are the
+project's default one plus ``NPA_PUBLIC_REGISTRY`` and ``NPA_REGISTRY``
+(runtime-reference.md §8).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ if TYPE_CHECKING:
     from npa_infra.registry.base import Registry
     from preflight.images import ImagePreflightReport
 
-__all__ = ["catalog_registry", "open_client", "run"]
+__all__ = ["catalog_registry", "open_client", "run", "trusted_registries"]
 
 
 def catalog_registry(
@@ -38,6 +41,12 @@ def catalog_registry(
         or env.get("NPA_REGISTRY")
         or pins.DEFAULT_REGISTRY
     )
+
+
+def trusted_registries(env: Mapping[str, str]) -> tuple[str, ...]:
+    """``ghcr.io/nebius/nebius-physical-ai``, ``NPA_PUBLIC_REGISTRY``, ``NPA_REGISTRY`` (when set)."""
+    found = (pins.DEFAULT_REGISTRY, env.get("NPA_PUBLIC_REGISTRY"), env.get("NPA_REGISTRY"))
+    return tuple(dict.fromkeys(r.strip() for r in found if r and r.strip()))
 
 
 def _trusted_realms(env: Mapping[str, str]) -> list[str]:
@@ -80,8 +89,12 @@ def run(
     selection: images.ImageSelection,
     client: Registry,
     variables: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> ImagePreflightReport:
     """Check every control-flow-reachable image of ``spec`` once, concurrently.
+
+    ``env`` names the trusted registries (``trusted_registries``); without it
+    only the project's default registry is trusted.
 
     Raises:
         PlanError: a profile token does not resolve (validation reports it first).
@@ -92,4 +105,6 @@ def run(
     found = targets.image_targets(
         spec, catalog, run_id=run_id, selection=selection, variables=variables
     )
-    return preflight_images.check_images(found, client)
+    return preflight_images.check_images(
+        found, client, trusted_registries=trusted_registries(env or {})
+    )

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from npa_infra.plan.model import DecisionPoint
     from npa_infra.render.documents import RenderedJob
     from npa_infra.skypilot.base import SkyPilot
-    from npa_infra.skypilot.isolation import IsolatedDir
+    from npa_infra.skypilot.isolation import ControllerSettings, IsolatedDir
     from npa_infra.storage.base import ObjectStore
     from npa_infra.workflow.stackfile import StackSettings
 
@@ -57,6 +57,7 @@ __all__ = [
     "LiveResult",
     "LiveServices",
     "RoutedPlan",
+    "controller_settings",
     "execute",
     "logical_launch_id",
     "open_adapters",
@@ -190,6 +191,17 @@ def _context(request: LiveRequest) -> str:
     )
 
 
+def controller_settings(stack: StackSettings | None) -> ControllerSettings:
+    """The controller block ``open_adapters`` writes into the isolated SkyPilot config."""
+    from npa_infra.skypilot import isolation
+
+    return isolation.ControllerSettings(
+        cpus=stack.controller_cpus if stack else 2,
+        memory_gb=stack.controller_memory_gb if stack else 8,
+        pod_config=stack.controller_pod_config if stack else None,
+    )
+
+
 def open_adapters(
     env: Mapping[str, str],
     given: LiveServices | None,
@@ -211,11 +223,7 @@ def open_adapters(
         isolated = isolation.IsolatedDir(given.isolated_dir)
     else:
         isolated = isolation.resolve_isolated_dir(isolated_config_dir, env, config, stack_name)
-    controller = isolation.ControllerSettings(
-        cpus=stack.controller_cpus if stack else 2,
-        memory_gb=stack.controller_memory_gb if stack else 8,
-        pod_config=stack.controller_pod_config if stack else None,
-    )
+    controller = controller_settings(stack)
     kube_config, _ = kubeconfig.resolve(context, env)  # an unknown context fails here, exit 1
     isolated.prepare(env, context=context, controller=controller)
     if given.sky is not None:

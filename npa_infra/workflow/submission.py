@@ -16,10 +16,14 @@ Image preflight (cli.md §1.3, §1.4) runs after planning and before
 rendering, for a live submit and for ``--plan-only`` alike (the manifest
 checks are read-only), unless ``preflight_images`` is off. It checks every
 control-flow-reachable image; the renderer then pins each resolved image as
-``<registry>/<repo>@sha256:…``. A live submit launches only when every image
-is ``ok``: anything else raises ``PreflightError`` before ``live.execute``, so
-a missing image release costs no cluster time. ``--plan-only`` reports the
-rows under ``preflight`` and exits 1 on a definite failure.
+``<registry>/<repo>@sha256:…``. Then the in-cluster pull probe proves each
+Kubernetes image on the exact context the submit launches on (``imagegate``,
+kubernetes.md §9). A live submit launches only when every image is ``ok``:
+anything else raises ``PreflightError`` before ``live.execute``, so a missing
+image release, or one the cluster cannot pull, costs no job launch.
+``--plan-only`` creates no probe pod (its Kubernetes rows are
+``target_pull_unverified``), reports the rows under ``preflight`` and exits 1
+on a definite failure.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from npa_infra import config as npa_config
-from npa_infra.errors import PreflightError, SpecError, UsageError
+from npa_infra.errors import SpecError, UsageError
 from npa_infra.plan import context, planner, waves
 from npa_infra.plan.model import Plan, PlanError
 from npa_infra.render import documents, images, raw
@@ -44,8 +48,10 @@ from npa_infra.workflow import (
     credentials,
     identity,
     imagecheck,
+    imagegate,
     live,
     loading,
+    pullcheck,
     sourcing,
     stackfile,
 )
@@ -53,7 +59,6 @@ from npa_infra.workflow.fingerprint import plan_fingerprint, run_fingerprint
 
 if TYPE_CHECKING:
     from npa_infra.registry.base import Registry
-    from preflight.images import ImagePreflightReport
 
 __all__ = ["SubmitOptions", "SubmitReport", "submit"]
 
@@ -87,6 +92,7 @@ class SubmitOptions:
     max_infrastructure_recoveries: int = 1
     infrastructure_grace_seconds: float = 600.0
     preflight_images: bool = True
+    image_bootstrap_timeout_seconds: float = 1800.0  # the pull probe's window; 0 = none
     insecure_registries: Sequence[str] = ()
     stage_src: bool = False  # --stage-src: force restaging (runtime-reference.md §6)
     no_stage_src: bool = False  # --no-stage-src: never stage
@@ -186,10 +192,12 @@ def submit(
     cluster_factory: accelerators.ClusterFactory | None = None,
     services: live.LiveServices | None = None,
     registry_client: Registry | None = None,
+    pull_prober: pullcheck.ProberFactory | None = None,
 ) -> SubmitReport | live.LiveResult:
     """Plan and render a spec (or raw SkyPilot YAML); launch it unless ``plan_only``.
 
-    ``registry_client`` replaces the real registry client of image preflight.
+    ``registry_client`` replaces the real registry client of image preflight,
+    ``pull_prober`` the Kubernetes adapter of its in-cluster pull probe.
 
     Raises:
         SpecError, UsageError, RenderError: the spec, the options or the rendering.
@@ -259,10 +267,17 @@ def submit(
         cluster_factory=cluster_factory,
     )
     selection = images.ImageSelection(tuple(options.image_overrides), options.image, registry)
-    checked = _image_preflight(v, catalog, run_id, selection, options, environ, registry_client)
-    if checked is not None and not options.plan_only and checked.exit_code != 0:
-        raise _refusal(checked, run_id)
-    image_pins = checked.pins() if checked is not None else {}
+    checked, image_pins = imagegate.check(
+        v,
+        catalog,
+        run_id,
+        selection,
+        options,
+        environ,
+        stack=stack,
+        client=registry_client,
+        prober=pull_prober,
+    )
     source = sourcing.plan_source(
         spec,
         plan,
@@ -369,46 +384,6 @@ def submit(
         accelerators=gpu,
         preflight=checked.summary_json() if checked is not None else dict(SKIPPED_PREFLIGHT),
         exit_code=1 if checked is not None and checked.exit_code == 1 else 0,
-    )
-
-
-def _image_preflight(
-    v: loading.ValidatedSpec,
-    catalog: Any,
-    run_id: str,
-    selection: images.ImageSelection,
-    options: SubmitOptions,
-    env: Mapping[str, str],
-    client: Registry | None,
-) -> ImagePreflightReport | None:
-    """The registry manifest check of every reachable image; None with ``--no-preflight-images``."""
-    if not options.preflight_images:
-        return None
-    own = client is None
-    registry = client or imagecheck.open_client(
-        env, stack=options.stack, insecure_hosts=options.insecure_registries
-    )
-    try:
-        return imagecheck.run(v.spec, catalog, run_id=run_id, selection=selection, client=registry)
-    except PlanError as err:
-        raise api.plan_error(v, err) from None
-    finally:
-        if own:
-            registry.close()
-
-
-def _refusal(report: ImagePreflightReport, run_id: str) -> PreflightError:
-    """cli.md §1.4: a live submit launches only when every image is ``ok``."""
-    failed = report.failures()
-    first = failed[0]
-    listed = ", ".join(f"{row.image} {row.status}" for row in failed[:3])
-    more = f" and {len(failed) - 3} more" if len(failed) > 3 else ""
-    return PreflightError(
-        f"image preflight refused the submit: {len(failed)} of {len(report.rows)} image(s) "
-        f"not usable ({listed}{more}); nothing was launched",
-        remedy=f"{first.remedy or 'fix the image'}; or submit with --no-preflight-images to "
-        "skip the registry check",
-        details={"run_id": run_id, "preflight": report.summary_json()},
     )
 
 
@@ -519,6 +494,11 @@ def _invocation(spec_path: Path, options: SubmitOptions) -> list[str]:
         words += ["--insecure-registry", host]
     if not options.preflight_images:
         words.append("--no-preflight-images")
+    if options.image_bootstrap_timeout_seconds != pullcheck.DEFAULT_TIMEOUT:
+        words += [
+            "--image-bootstrap-timeout-seconds",
+            f"{options.image_bootstrap_timeout_seconds:g}",
+        ]
     if options.no_stage_src:
         words.append("--no-stage-src")
     if options.source_root is not None:

@@ -1,7 +1,9 @@
-"""The real test registry (registry.md §5) for the preflight tests; fixtures from tests/support."""
+"""The real test registry (registry.md §5) and the Kubernetes API double (kubernetes.md §10)
+for the preflight tests; fixtures from tests/support."""
 
 from __future__ import annotations
 
+from tests.support.fakekube.pytest_plugin import fake_kube
 from tests.support.registry.plugin import (
     fault_proxy,
     registry_foreign_realm,
@@ -20,6 +22,7 @@ from tests.support.registry.plugin import (
 )
 
 __all__ = [
+    "fake_kube",
     "fault_proxy",
     "registry_foreign_realm",
     "registry_foreign_realm_server",

@@ -508,7 +508,9 @@ def test_sdk_submit_plan_only_renders_the_resolved_digest(
     assert isinstance(report, submission.SubmitReport)
     assert report.exit_code == 0
     payload = report.to_json()
-    assert payload["preflight"]["decision"] == "passed"
+    # plan-only creates no pull-probe pod: the rows are unproven, the digests still pinned
+    assert payload["preflight"]["decision"] == "unproven"
+    assert {c["status"] for c in payload["preflight"]["checks"]} == {"target_pull_unverified"}
     text = "".join(job.text for job in report.jobs)
     assert f"{registry_plain.host}/public/app@{app.digest}" in text
     assert ":v1" not in text

@@ -154,6 +154,7 @@ class TokenIssuer:
     default_header: KeyHeader
     realm_host: str
     realm_query: str
+    realm_port: int | None = None  # a front (e.g. a latency proxy) the realm names instead
     users: dict[str, str] = field(default_factory=lambda: dict(USERS))
     access: tuple[Grant, ...] = ACCESS
     switches: IssuerSwitches = field(default_factory=IssuerSwitches)
@@ -171,6 +172,7 @@ class TokenIssuer:
         header: KeyHeader = "x5c",
         realm_host: str = "127.0.0.1",
         realm_query: str = "",
+        realm_port: int | None = None,
         service: str = SERVICE,
         issuer_name: str = ISSUER_NAME,
     ) -> TokenIssuer:
@@ -179,6 +181,8 @@ class TokenIssuer:
         ``realm_host`` is the host name the realm URL uses (``localhost`` names
         another host than the registry's ``127.0.0.1``); ``realm_query`` is kept
         in the realm URL so tests can check clients merge, not replace, it.
+        ``realm_port`` makes the realm name another port (a proxy in front of
+        the issuer) instead of the issuer's own.
         """
         issuer = cls(
             signer=signer,
@@ -188,6 +192,7 @@ class TokenIssuer:
             default_header=header,
             realm_host=realm_host,
             realm_query=realm_query,
+            realm_port=realm_port,
             switches=IssuerSwitches(header=header),
         )
         handler = type("_BoundIssuerHandler", (_IssuerHandler,), {"issuer": issuer})
@@ -198,7 +203,15 @@ class TokenIssuer:
     def url(self) -> str:
         """The token endpoint without the realm's query: ``<scheme>://<host>:<port>/token``."""
         assert self._server is not None
+        if self.realm_port is not None:
+            return f"{self._server.scheme}://{self.realm_host}:{self.realm_port}{TOKEN_PATH}"
         return self._server.url(self.realm_host) + TOKEN_PATH
+
+    @property
+    def port(self) -> int:
+        """The port the issuer itself listens on (``realm_port`` may name a front instead)."""
+        assert self._server is not None
+        return self._server.port
 
     @property
     def realm(self) -> str:

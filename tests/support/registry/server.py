@@ -158,6 +158,7 @@ def start_token(
     realm_scheme: Literal["https", "http"] = "https",
     realm_host: str = "127.0.0.1",
     realm_query: str = "",
+    realm_port: int | None = None,
 ) -> Registry:
     """Mode B (registry.md §5.3): TLS registry, token auth, an issuer on ``realm_scheme``."""
     tls = server_tls_context(pki.server_cert_path, pki.server_key_path)
@@ -168,6 +169,7 @@ def start_token(
         header=header,
         realm_host=realm_host,
         realm_query=realm_query,
+        realm_port=realm_port,
     )
     auth = {
         "token": {

@@ -20,8 +20,10 @@ from typer.testing import CliRunner
 from npa_infra.catalog import images as pins
 from npa_infra.cli.main import app
 from npa_infra.registry.models import CheckStatus, ManifestCheck
+from npa_infra.testing import kube as fakekube
 from npa_infra.testing.registry import FakeRegistry, fake_digest
 from npa_infra.workflow import live
+from tests.unit.cli.conftest import CliFakeProber
 
 REPO = Path(__file__).resolve().parents[3]
 TESTING = REPO / "workflows" / "testing"
@@ -37,7 +39,10 @@ ROW_KEYS = {
     "digest",
     "platform_digest",
     "steps",
+    "probe",
 }
+PROBE_KEYS = {"status", "pod", "namespace", "node", "image_id", "reason", "cleanup"}
+INFRA = ("--infra", "k8s/ctx")
 WORKBENCH = pins.catalog_image("npa-workbench", pins.DEFAULT_REGISTRY)
 VIEWER = pins.catalog_image("npa-viewer", pins.DEFAULT_REGISTRY)
 ISAAC = pins.catalog_image("npa-isaac-lab", pins.DEFAULT_REGISTRY)
@@ -74,14 +79,20 @@ def _not_found(image: str) -> ManifestCheck:
 
 
 def test_preflight_images_json_bare_list_every_branch_exit_0(
-    npa: Invoke, fake_registry: FakeRegistry
+    npa: Invoke, fake_registry: FakeRegistry, fake_prober: CliFakeProber
 ) -> None:
-    result = npa("preflight-images", LOOP_DECISION, "--json")
+    result = npa("preflight-images", LOOP_DECISION, *INFRA, "--json")
 
     assert result.exit_code == 0, result.stderr
     rows = json.loads(result.stdout)
     assert isinstance(rows, list)
     assert all(set(r) == ROW_KEYS for r in rows)
+    assert all(set(r["probe"]) == PROBE_KEYS for r in rows)
+    assert {(r["probe"]["status"], r["probe"]["cleanup"]) for r in rows} == {
+        ("compatible", "verified")
+    }
+    assert fake_prober.opened == ["ctx"]
+    assert len(fake_prober.created) == 3 and fake_prober.pods == {}
     by_image = {r["image"]: r for r in rows}
     assert set(by_image) == {ISAAC, WORKBENCH, VIEWER}  # publish only on promote_checkpoint
     assert by_image[VIEWER]["steps"] == ["publish"]
@@ -91,12 +102,13 @@ def test_preflight_images_json_bare_list_every_branch_exit_0(
 
 
 def test_preflight_images_text_one_line_per_image_with_digest(npa: Invoke) -> None:
-    result = npa("preflight-images", LOOP_DECISION)
+    result = npa("preflight-images", LOOP_DECISION, *INFRA)
 
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
     assert len(lines) == 4
     assert lines[0].startswith("ok ") and fake_digest(lines[0].split()[1]) in lines[0]
+    assert "(pulled in-cluster by npa-image-pull-preflight-" in lines[0]
     assert lines[-1] == "preflight: passed (3 image(s), linux/amd64)"
 
 
@@ -105,8 +117,8 @@ def test_preflight_images_missing_pinned_tag_exit_1_build_command(
 ) -> None:
     fake_registry.answers[VIEWER] = _not_found(VIEWER)
 
-    result = npa("preflight-images", LOOP_DECISION, "--json")
-    text = npa("preflight-images", LOOP_DECISION)
+    result = npa("preflight-images", LOOP_DECISION, *INFRA, "--json")
+    text = npa("preflight-images", LOOP_DECISION, *INFRA)
 
     assert result.exit_code == 1
     (row,) = [r for r in json.loads(result.stdout) if r["status"] != "ok"]
@@ -121,7 +133,7 @@ def test_preflight_images_missing_pinned_tag_exit_1_build_command(
 def test_preflight_images_only_unproven_exit_2(npa: Invoke, fake_registry: FakeRegistry) -> None:
     fake_registry.answers[ISAAC] = ManifestCheck(CheckStatus.UNREACHABLE, "dns", "check dns")
 
-    result = npa("preflight-images", LOOP_DECISION, "--json")
+    result = npa("preflight-images", LOOP_DECISION, *INFRA, "--json")
 
     assert result.exit_code == 2
     assert {r["status"] for r in json.loads(result.stdout)} == {"ok", "unreachable"}
@@ -139,6 +151,7 @@ def test_preflight_images_overrides_distinct_exact_beats_global(
         "workbench.sim2real.split=registry.example.com/split:1",
         "--image-override",
         "workbench.rerun.report=registry.example.com/report:1",
+        *INFRA,
         "--json",
     )
 
@@ -154,7 +167,9 @@ def test_preflight_images_overrides_distinct_exact_beats_global(
 def test_preflight_images_insecure_registry_and_stack_reach_the_client(
     npa: Invoke, fake_registry: Any
 ) -> None:
-    result = npa("preflight-images", LINEAR, "--insecure-registry", "reg.lan:5000", "--json")
+    result = npa(
+        "preflight-images", LINEAR, "--insecure-registry", "reg.lan:5000", *INFRA, "--json"
+    )
 
     assert result.exit_code == 0
     assert fake_registry.opened_with == [{"stack": None, "insecure_hosts": ["reg.lan:5000"]}]
@@ -210,8 +225,11 @@ def test_submit_plan_only_json_real_rows_and_digest_pinned_yaml(
     payload = json.loads(result.stdout)
     assert payload["status"] == "PLANNED"
     preflight = payload["preflight"]
-    assert preflight["decision"] == "passed"
+    # cli.md §1.4: plan-only creates no probe pod, so the Kubernetes pulls stay unproven
+    assert preflight["decision"] == "unproven"
     assert {r["image"] for r in preflight["checks"]} == {ISAAC, WORKBENCH, VIEWER}
+    assert {r["status"] for r in preflight["checks"]} == {"target_pull_unverified"}
+    assert all("plan-only" in r["detail"] for r in preflight["checks"])
     rendered = _images_in([j["path"] for j in payload["skypilot_yaml"]])
     assert rendered
     assert all("@sha256:" in image for image in rendered)
@@ -307,3 +325,107 @@ def test_submit_live_failing_image_refused_before_launch_exit_1(
             in result.stderr
         )
         assert "Hint: what next; or submit with --no-preflight-images" in result.stderr
+
+
+# -- the in-cluster pull probe (kubernetes.md §9) --------------------------------------------
+
+
+def test_preflight_images_without_infra_target_pull_unverified_exit_2(
+    npa: Invoke, fake_prober: CliFakeProber
+) -> None:
+    result = npa("preflight-images", LOOP_DECISION, "--json")
+
+    assert result.exit_code == 2
+    rows = json.loads(result.stdout)
+    assert {r["status"] for r in rows} == {"target_pull_unverified"}
+    assert all("no exact --infra k8s/<context>" in r["detail"] for r in rows)
+    assert all(r["probe"] is None and r["digest"] for r in rows)
+    assert fake_prober.opened == []  # never the kubeconfig's current context
+
+
+def test_preflight_images_probe_pull_refused_exit_1_incompatible(
+    npa: Invoke, fake_prober: CliFakeProber
+) -> None:
+    fake_prober.kubelet = fakekube.pull_auth_failure
+
+    result = npa("preflight-images", LOOP_DECISION, *INFRA, "--json")
+
+    assert result.exit_code == 1
+    rows = json.loads(result.stdout)
+    assert {r["status"] for r in rows} == {"probe_incompatible"}
+    probe = rows[0]["probe"]
+    assert (probe["status"], probe["cleanup"]) == ("incompatible", "verified")
+    assert probe["reason"].startswith("permanent_waiting: IMAGE_PULL_AUTH")
+    assert "ServiceAccount default/skypilot-service-account" in rows[0]["remedy"]
+    assert fake_prober.pods == {}
+
+
+def test_preflight_images_probe_deadline_indeterminate_exit_2_text(
+    npa: Invoke, fake_prober: CliFakeProber
+) -> None:
+    fake_prober.kubelet = fakekube.stay_pending
+
+    result = npa("preflight-images", LINEAR, *INFRA, "--image-bootstrap-timeout-seconds", "0.01")
+
+    assert result.exit_code == 2
+    assert result.stdout.startswith("probe_indeterminate")
+    assert "deadline:" in result.stdout
+    assert "--image-bootstrap-timeout-seconds 0" in result.stdout
+    assert fake_prober.pods == {}  # deleted with its UID after the window
+
+
+def test_preflight_images_infra_not_kubernetes_usage_error(npa: Invoke) -> None:
+    result = npa("preflight-images", LINEAR, "--infra", "nebius", "--json")
+
+    assert result.exit_code == 2
+    assert result.stdout == ""  # cli.md §0: a usage error prints no JSON
+    assert "Error: --infra 'nebius' is not k8s/<context>" in result.stderr
+
+
+def test_submit_live_probe_incompatible_refused_before_launch_exit_1(
+    npa: Invoke, fake_prober: CliFakeProber, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("live.execute must not run after a failed pull probe")
+
+    monkeypatch.setattr(live, "execute", never)
+    fake_prober.kubelet = fakekube.fail(1, "npa-probe: sshd is missing")
+
+    result = npa(
+        "submit",
+        LOOP_DECISION,
+        "--assume-decision",
+        "loop_back",
+        "--run-id",
+        "probe-1",
+        *INFRA,
+        "--json",
+    )
+
+    assert result.exit_code == 1
+    error = json.loads(result.stdout)["error"]
+    assert error["category"] == "preflight"
+    checks = error["details"]["preflight"]["checks"]
+    assert {c["status"] for c in checks} == {"probe_incompatible"}
+    assert "sshd is missing" in checks[0]["probe"]["reason"]
+    assert fake_prober.opened == ["ctx"] and fake_prober.pods == {}
+
+
+def test_submit_plan_only_never_opens_the_cluster(
+    npa: Invoke, fake_prober: CliFakeProber, tmp_path: Path
+) -> None:
+    result = npa(
+        "submit", LOOP_DECISION, "--plan-only", *INFRA, "--render-dir", tmp_path / "o", "--json"
+    )
+
+    assert result.exit_code == 0, result.stderr
+    checks = json.loads(result.stdout)["preflight"]["checks"]
+    assert {c["status"] for c in checks} == {"target_pull_unverified"}
+    assert fake_prober.opened == [] and fake_prober.created == []
+
+
+def test_submit_negative_bootstrap_timeout_usage_error(npa: Invoke) -> None:
+    result = npa("submit", LINEAR, "--plan-only", "--image-bootstrap-timeout-seconds", "-1")
+
+    assert result.exit_code == 2
+    assert "--image-bootstrap-timeout-seconds" in result.stderr

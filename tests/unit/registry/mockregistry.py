@@ -1,7 +1,7 @@
 """An in-memory OCI registry and token realm behind ``httpx.MockTransport``.
 
-``MockRegistry`` serves ``/v2/<repo>/manifests/<ref>`` for one host with no
-auth, Bearer token auth (an issuer at ``realm``) or Basic auth; grants are
+``MockRegistry`` serves ``/v2/<repo>/manifests/<ref>`` and
+``/v2/<repo>/blobs/<digest>`` for one host with no auth, Bearer token auth (an issuer at ``realm``) or Basic auth; grants are
 per repository: ``public`` for everyone, ``grants[user]`` for a user with the
 right password. ``faults`` run first and may answer any request. Every
 request is recorded, with its ``Authorization``, so tests see where
@@ -22,6 +22,8 @@ import httpx
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
+CONTRACT_LABEL = {"org.nebius.npa.skypilot-bootstrap-contract": "skypilot-0.12.2-v1"}
 ACCEPT = (
     "application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, "
     "application/vnd.docker.distribution.manifest.list.v2+json, "
@@ -43,6 +45,24 @@ def manifest_body(seed: str) -> bytes:
         "mediaType": OCI_MANIFEST,
         "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": config},
         "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": layer}],
+    }
+    return (json.dumps(doc, indent=2) + "\n").encode()
+
+
+def config_body(labels: dict[str, str] | None) -> bytes:
+    """An image config blob whose ``config.Labels`` are ``labels`` (None: no ``Labels`` key)."""
+    config: dict[str, object] = {} if labels is None else {"Labels": labels}
+    doc = {"architecture": "amd64", "os": "linux", "config": config}
+    return (json.dumps(doc, indent=2) + "\n").encode()
+
+
+def image_manifest_body(config: bytes) -> bytes:
+    """A single-platform OCI manifest naming ``config`` as its config blob."""
+    doc = {
+        "schemaVersion": 2,
+        "mediaType": OCI_MANIFEST,
+        "config": {"mediaType": OCI_CONFIG, "digest": digest(config), "size": len(config)},
+        "layers": [],
     }
     return (json.dumps(doc, indent=2) + "\n").encode()
 
@@ -74,6 +94,7 @@ class MockRegistry:
     users: dict[str, str] = field(default_factory=lambda: {"alice": "alicepw"})
     grants: dict[str, set[str]] = field(default_factory=dict)
     manifests: dict[tuple[str, str], tuple[bytes, str]] = field(default_factory=dict)
+    blobs: dict[tuple[str, str], bytes] = field(default_factory=dict)
     faults: list[Fault] = field(default_factory=list)
     requests: list[httpx.Request] = field(default_factory=list)
     scheme: str = "https"
@@ -84,6 +105,27 @@ class MockRegistry:
         self.manifests[(repo, tag)] = (body, media_type)
         self.manifests[(repo, d)] = (body, media_type)
         return d
+
+    def add_image(
+        self, repo: str, tag: str, labels: dict[str, str] | None, *, index: bool = False
+    ) -> tuple[str, str, str]:
+        """An image with its config blob; (top digest, platform manifest digest, config digest).
+
+        With ``index`` the tag names an OCI index over linux/arm64 (another
+        config) and the linux/amd64 manifest carrying ``labels``.
+        """
+        config = config_body(labels)
+        self.blobs[(repo, digest(config))] = config
+        child = image_manifest_body(config)
+        child_digest = self.add(repo, digest(child), child)
+        if not index:
+            return self.add(repo, tag, child), child_digest, digest(config)
+        other_config = config_body({"arch": "arm64"})
+        self.blobs[(repo, digest(other_config))] = other_config
+        other = image_manifest_body(other_config)
+        self.add(repo, digest(other), other)
+        body = index_body({"linux/arm64": digest(other), "linux/amd64": child_digest})
+        return self.add(repo, tag, body, OCI_INDEX), child_digest, digest(config)
 
     def transport(self) -> httpx.MockTransport:
         return httpx.MockTransport(self.handle)
@@ -97,6 +139,9 @@ class MockRegistry:
 
     def manifest_requests(self) -> list[httpx.Request]:
         return [r for r in self.requests if "/manifests/" in r.url.path]
+
+    def blob_requests(self) -> list[httpx.Request]:
+        return [r for r in self.requests if "/blobs/" in r.url.path]
 
     def authorizations(self) -> list[str | None]:
         return [r.headers.get("authorization") for r in self.requests]
@@ -114,6 +159,8 @@ class MockRegistry:
         if request.url.host != self.host.split(":")[0]:
             raise httpx.ConnectError(f"unknown host {request.url.host}", request=request)
         path = request.url.path
+        if path.startswith("/v2/") and "/blobs/" in path:
+            return self._blob(request, *path[len("/v2/") :].split("/blobs/", 1))
         if not path.startswith("/v2/") or "/manifests/" not in path:
             return httpx.Response(404, content=b"404 page not found\n")
         repo, ref = path[len("/v2/") :].split("/manifests/", 1)
@@ -128,6 +175,19 @@ class MockRegistry:
             200,
             content=body,
             headers={"Content-Type": media_type, "Docker-Content-Digest": digest(body)},
+        )
+
+    def _blob(self, request: httpx.Request, repo: str, blob: str) -> httpx.Response:
+        denied = self._authorize(request, repo)
+        if denied is not None:
+            return denied
+        data = self.blobs.get((repo, blob))
+        if data is None:
+            return httpx.Response(404, content=errors("BLOB_UNKNOWN", "blob unknown to registry"))
+        return httpx.Response(
+            200,
+            content=data,
+            headers={"Content-Type": "application/octet-stream", "Docker-Content-Digest": blob},
         )
 
     def _subject(self, authorization: str | None) -> tuple[bool, str | None]:

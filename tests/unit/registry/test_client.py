@@ -17,9 +17,11 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
+from npa_infra.errors import InvariantError
 from npa_infra.registry import client as client_mod
 from npa_infra.registry import reference
 from npa_infra.registry.client import RegistryClient
+from npa_infra.registry.contract import LabelsResult
 from npa_infra.registry.credentials import Credential
 from npa_infra.registry.models import (
     LINUX_AMD64,
@@ -746,3 +748,194 @@ def test_importing_client_module_does_not_import_httpx() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
 
     assert out.stdout.strip() == "False"
+
+
+# -- image_labels: the config of the manifest the cluster pulls (registry.md §3) ----------------
+
+
+def labels_of(
+    registry: MockRegistry, text: str, **kwargs: object
+) -> tuple[ManifestCheck, LabelsResult]:
+    with make(registry, **kwargs) as client:
+        checked = client.check_manifest(ref(text), LINUX_AMD64)
+        assert checked.status is CheckStatus.OK, checked.detail
+        return checked, client.image_labels(ref(text), checked)
+
+
+def test_labels_single_manifest_read_with_two_more_requests() -> None:
+    registry = MockRegistry()
+    top, child, config = registry.add_image("team/npa-app", "1", mock.CONTRACT_LABEL)
+
+    checked, read = labels_of(registry, f"{HOST}/team/npa-app:1")
+
+    assert top == child == checked.digest
+    assert (read.labels, read.config_digest, read.failure) == (mock.CONTRACT_LABEL, config, None)
+    paths = [r.url.path for r in registry.requests]
+    assert paths == [
+        "/v2/team/npa-app/manifests/1",
+        f"/v2/team/npa-app/manifests/{child}",
+        f"/v2/team/npa-app/blobs/{config}",
+    ]
+    assert registry.requests[1].headers["accept"] == MANIFEST_ACCEPT
+
+
+def test_labels_index_reads_the_linux_amd64_child_config() -> None:
+    registry = MockRegistry()
+    top, child, config = registry.add_image("team/npa-app", "1", {"k": "amd64"}, index=True)
+
+    checked, read = labels_of(registry, f"{HOST}/team/npa-app:1")
+
+    assert (checked.digest, checked.platform_digest) == (top, child)
+    assert (read.labels, read.config_digest) == ({"k": "amd64"}, config)
+    assert [r.url.path.rsplit("/", 1)[-1] for r in registry.requests[1:]] == [child, config]
+
+
+def test_labels_reuse_the_checks_token_no_new_token_no_anonymous_request() -> None:
+    registry = MockRegistry(auth="bearer", grants={"alice": {"team/npa-app"}})
+    registry.add_image("team/npa-app", "1", mock.CONTRACT_LABEL, index=True)
+
+    _, read = labels_of(registry, f"{HOST}/team/npa-app:1", credentials=[ALICE])
+
+    assert read.labels == mock.CONTRACT_LABEL
+    assert len(registry.token_requests()) == 2  # the check's anonymous and credentialed tokens
+    later = registry.requests[-2:]
+    assert ["/manifests/" in later[0].url.path, "/blobs/" in later[1].url.path] == [True, True]
+    assert all(r.headers["authorization"].startswith("Bearer tok.alice.") for r in later)
+
+
+def test_labels_expired_token_rebought_with_the_same_credential_once() -> None:
+    registry = MockRegistry(auth="bearer", grants={"alice": {"team/npa-app"}})
+    registry.add_image("team/npa-app", "1", mock.CONTRACT_LABEL)
+    now = [1000.0]
+    with make(registry, credentials=[ALICE], monotonic=lambda: now[0]) as client:
+        checked = client.check_manifest(ref(f"{HOST}/team/npa-app:1"), LINUX_AMD64)
+        now[0] += 1000
+        read = client.image_labels(ref(f"{HOST}/team/npa-app:1"), checked)
+
+    assert read.labels == mock.CONTRACT_LABEL
+    tokens = registry.token_requests()
+    assert len(tokens) == 3
+    assert tokens[-1].headers["authorization"].startswith("Basic ")
+
+
+def test_labels_refused_token_falls_back_to_the_full_flow() -> None:
+    registry = MockRegistry(auth="bearer", grants={"alice": {"team/npa-app"}})
+    registry.add_image("team/npa-app", "1", mock.CONTRACT_LABEL)
+    refused: list[bool] = []
+    challenge = f'Bearer realm="{registry.realm}",service="{registry.service}"'
+
+    def revoke_once(request: httpx.Request) -> httpx.Response | None:
+        if "/blobs/" in request.url.path and not refused:
+            refused.append(True)
+            return httpx.Response(401, headers={"WWW-Authenticate": challenge + ',error="x"'})
+        return None
+
+    registry.faults.append(revoke_once)
+
+    _, read = labels_of(registry, f"{HOST}/team/npa-app:1", credentials=[ALICE])
+
+    assert read.labels == mock.CONTRACT_LABEL
+    blobs = registry.blob_requests()
+    assert [b.headers.get("authorization", "")[:7] for b in blobs] == [
+        "Bearer ",
+        "",
+        "Bearer ",
+        "Bearer ",
+    ]
+
+
+def test_labels_blob_redirected_to_another_origin_drops_authorization() -> None:
+    registry = MockRegistry(auth="bearer", public={"team/npa-app"})
+    _, _, config = registry.add_image("team/npa-app", "1", mock.CONTRACT_LABEL)
+    store = "https://bucket.s3.example.net/blob?X-Amz-Signature=abc"
+    at_store: list[httpx.Request] = []
+
+    def s3(request: httpx.Request) -> httpx.Response | None:
+        if request.url.host == "bucket.s3.example.net":
+            at_store.append(request)
+            return httpx.Response(200, content=registry.blobs[("team/npa-app", config)])
+        if "/blobs/" in request.url.path:
+            return httpx.Response(307, headers={"Location": store})
+        return None
+
+    registry.faults.append(s3)
+
+    _, read = labels_of(registry, f"{HOST}/team/npa-app:1")
+
+    assert read.labels == mock.CONTRACT_LABEL
+    (redirected,) = registry.blob_requests()
+    assert redirected.headers["authorization"].startswith("Bearer ")
+    (fetched,) = at_store
+    assert "authorization" not in fetched.headers
+    assert fetched.url.params["X-Amz-Signature"] == "abc"
+
+
+def _tamper(path: str, body: bytes) -> Callable[[httpx.Request], httpx.Response | None]:
+    return lambda r: httpx.Response(200, content=body) if path in r.url.path else None
+
+
+@pytest.mark.parametrize(
+    ("where", "body", "code"),
+    [
+        ("/blobs/", b'{"config": {"Labels": {}}}', "DIGEST_MISMATCH"),
+        ("/manifests/sha256:", b'{"config": {}}', "DIGEST_MISMATCH"),
+    ],
+    ids=["config-blob", "platform-manifest"],
+)
+def test_labels_body_not_matching_its_digest_error(where: str, body: bytes, code: str) -> None:
+    registry = MockRegistry()
+    registry.add_image("team/npa-app", "1", mock.CONTRACT_LABEL, index=True)
+    registry.faults.append(_tamper(where, body))
+
+    _, read = labels_of(registry, f"{HOST}/team/npa-app:1")
+
+    assert read.failure is not None and not read.labels
+    assert (read.failure.status, read.failure.error_code) == (CheckStatus.ERROR, code)
+
+
+def test_labels_malformed_config_json_error() -> None:
+    registry = MockRegistry()
+    registry.blobs[("team/npa-app", mock.digest(b"not json"))] = b"not json"
+    registry.add("team/npa-app", "1", mock.image_manifest_body(b"not json"))
+
+    _, read = labels_of(registry, f"{HOST}/team/npa-app:1")
+
+    assert read.failure is not None
+    assert (read.failure.status, read.failure.error_code) == (CheckStatus.ERROR, None)
+    assert "not a JSON object" in read.failure.detail
+
+
+def test_labels_missing_blob_classified_failure() -> None:
+    registry = MockRegistry()
+    _, _, config = registry.add_image("team/npa-app", "1", None)
+    del registry.blobs[("team/npa-app", config)]
+
+    _, read = labels_of(registry, f"{HOST}/team/npa-app:1")
+
+    assert read.failure is not None
+    assert (read.failure.http_status, read.failure.error_code) == (404, "BLOB_UNKNOWN")
+
+
+def test_labels_transport_failure_unreachable() -> None:
+    registry = MockRegistry()
+    registry.add_image("team/npa-app", "1", None)
+
+    def drop(request: httpx.Request) -> httpx.Response | None:
+        if "/blobs/" in request.url.path:
+            raise httpx.ReadTimeout("read timed out", request=request)
+        return None
+
+    registry.faults.append(drop)
+
+    _, read = labels_of(registry, f"{HOST}/team/npa-app:1")
+
+    assert read.failure is not None
+    assert read.failure.status is CheckStatus.UNREACHABLE
+
+
+def test_labels_of_a_failed_check_is_a_bug() -> None:
+    with (
+        make(MockRegistry()) as client,
+        pytest.raises(InvariantError, match="ok manifest check"),
+    ):
+        client.image_labels(ref(f"{HOST}/a:1"), ManifestCheck(CheckStatus.NOT_FOUND))

@@ -87,3 +87,84 @@ def test_verify_bad_answers_error(body: bytes, kwargs: dict[str, str]) -> None:
 
     assert check.status is CheckStatus.ERROR
     assert check.digest is None
+
+
+# -- the config the cluster pulls: its digest and labels ---------------------------------------
+
+
+def test_config_digest_of_platform_manifest_fetched_by_digest() -> None:
+    config = mock.config_body({"a": "b"})
+    body = mock.image_manifest_body(config)
+
+    found = manifest.config_digest(body, digest=mock.digest(body), header_digest=mock.digest(body))
+
+    assert found == mock.digest(config)
+
+
+@pytest.mark.parametrize(
+    ("body", "digest", "header", "code"),
+    [
+        (b"{}", A, "", "DIGEST_MISMATCH"),
+        (b"{}", mock.digest(b"{}"), A, "DIGEST_MISMATCH"),
+        (b"not json", mock.digest(b"not json"), "", None),
+        (b'{"config": {}}', mock.digest(b'{"config": {}}'), "", None),
+        (
+            b'{"config": {"digest": "md5:x"}}',
+            mock.digest(b'{"config": {"digest": "md5:x"}}'),
+            "",
+            None,
+        ),
+        (b'{"config": []}', mock.digest(b'{"config": []}'), "", None),
+    ],
+    ids=[
+        "body-mismatch",
+        "header-mismatch",
+        "not-json",
+        "no-config-digest",
+        "not-sha256",
+        "config-list",
+    ],
+)
+def test_config_digest_bad_answers_error(
+    body: bytes, digest: str, header: str, code: str | None
+) -> None:
+    check = manifest.config_digest(body, digest=digest, header_digest=header)
+
+    assert not isinstance(check, str)
+    assert (check.status, check.error_code) == (CheckStatus.ERROR, code)
+
+
+@pytest.mark.parametrize(
+    ("body", "labels"),
+    [
+        (mock.config_body({"k": "v", "org.x": "1"}), {"k": "v", "org.x": "1"}),
+        (mock.config_body(None), {}),
+        (b'{"architecture": "amd64"}', {}),
+        (b'{"config": null}', {}),
+        (b'{"config": {"Labels": null}}', {}),
+        (b'{"config": {"Labels": {"n": 1, "b": true}}}', {"n": "1", "b": "true"}),
+    ],
+    ids=["labels", "no-labels-key", "no-config", "null-config", "null-labels", "non-string-values"],
+)
+def test_config_labels_read(body: bytes, labels: dict[str, str]) -> None:
+    assert manifest.config_labels(body, digest=mock.digest(body)) == labels
+
+
+@pytest.mark.parametrize(
+    ("body", "digest", "code"),
+    [
+        (b"{}", A, "DIGEST_MISMATCH"),
+        (b"[]", mock.digest(b"[]"), None),
+        (b"\xff", mock.digest(b"\xff"), None),
+        (b'{"config": {"Labels": []}}', mock.digest(b'{"config": {"Labels": []}}'), None),
+        (b'{"config": "x"}', mock.digest(b'{"config": "x"}'), None),
+    ],
+    ids=["blob-mismatch", "json-list", "not-utf8", "labels-list", "config-string"],
+)
+def test_config_labels_bad_answers_error(body: bytes, digest: str, code: str | None) -> None:
+    check = manifest.config_labels(body, digest=digest)
+
+    assert not isinstance(check, dict)
+    assert (check.status, check.error_code) == (CheckStatus.ERROR, code)
+    if code:
+        assert "the config blob hashes to" in check.detail

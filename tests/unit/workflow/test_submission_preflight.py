@@ -10,6 +10,7 @@ import pytest
 from npa_infra.catalog import images as pins
 from npa_infra.errors import PreflightError
 from npa_infra.registry.models import CheckStatus, ManifestCheck
+from npa_infra.testing.kube import FakePodProber
 from npa_infra.testing.registry import FakeRegistry, fake_digest
 from npa_infra.workflow import live, submission
 from npa_infra.workflow.fingerprint import plan_fingerprint, run_fingerprint
@@ -44,6 +45,11 @@ def _options(tmp_path: Path, **overrides: Any) -> submission.SubmitOptions:
     return submission.SubmitOptions(**values)
 
 
+def _prober(context: str) -> FakePodProber:
+    """A cluster whose probe pods succeed: every image pulls in-cluster."""
+    return FakePodProber(context)
+
+
 def _env(tmp_path: Path) -> dict[str, str]:
     return {"NPA_HOME": str(tmp_path / "home")}
 
@@ -54,7 +60,11 @@ def test_submit_live_checks_every_branch_then_launches_pinned_jobs(
     fake = FakeRegistry()
 
     result = submission.submit(
-        LOOP_DECISION, _options(tmp_path), env=_env(tmp_path), registry_client=fake
+        LOOP_DECISION,
+        _options(tmp_path),
+        env=_env(tmp_path),
+        registry_client=fake,
+        pull_prober=_prober,
     )
 
     assert result == "launched"
@@ -74,7 +84,11 @@ def test_submit_live_fingerprint_folds_pins_and_is_stable(
 ) -> None:
     for _ in range(2):
         submission.submit(
-            LOOP_DECISION, _options(tmp_path), env=_env(tmp_path), registry_client=FakeRegistry()
+            LOOP_DECISION,
+            _options(tmp_path),
+            env=_env(tmp_path),
+            registry_client=FakeRegistry(),
+            pull_prober=_prober,
         )
 
     first, second = captured
@@ -84,6 +98,7 @@ def test_submit_live_fingerprint_folds_pins_and_is_stable(
         _options(tmp_path, plan_only=True),
         env=_env(tmp_path),
         registry_client=FakeRegistry(),
+        pull_prober=_prober,
     )
     assert isinstance(report, submission.SubmitReport) and report.plan is not None
     assert first.fingerprint != plan_fingerprint(report.plan)
@@ -98,7 +113,11 @@ def test_submit_live_refused_before_execute_with_rows(
 
     with pytest.raises(PreflightError) as info:
         submission.submit(
-            LOOP_DECISION, _options(tmp_path), env=_env(tmp_path), registry_client=fake
+            LOOP_DECISION,
+            _options(tmp_path),
+            env=_env(tmp_path),
+            registry_client=fake,
+            pull_prober=_prober,
         )
 
     assert captured == []
@@ -118,6 +137,7 @@ def test_submit_live_no_preflight_images_launches_tags_unchecked(
         _options(tmp_path, preflight_images=False),
         env=_env(tmp_path),
         registry_client=fake,
+        pull_prober=_prober,
     )
 
     assert fake.calls == []
@@ -135,6 +155,7 @@ def test_submit_runtime_replan_renders_pins(
         _options(tmp_path, runtime=True, assume_decision=""),
         env=_env(tmp_path),
         registry_client=FakeRegistry(),
+        pull_prober=_prober,
     )
 
     (request,) = captured
@@ -152,6 +173,7 @@ def test_submit_raw_task_preflight_skipped(tmp_path: Path) -> None:
         _options(tmp_path, plan_only=True, variables={"MESSAGE": "hi"}),
         env=_env(tmp_path),
         registry_client=fake,
+        pull_prober=_prober,
     )
 
     assert isinstance(report, submission.SubmitReport)
