@@ -138,14 +138,17 @@ class DelayLine:
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         assert self.upstream is not None
-        up_reader, up_writer = await asyncio.open_connection(*self.upstream)
-        await asyncio.gather(
-            self._pump(reader, up_writer, handshake=2 * self.one_way),
-            self._pump(up_reader, writer, handshake=0.0),
-            return_exceptions=True,
-        )
-        for w in (writer, up_writer):
-            w.close()
+        try:
+            up_reader, up_writer = await asyncio.open_connection(*self.upstream)
+            await asyncio.gather(
+                self._pump(reader, up_writer, handshake=2 * self.one_way),
+                self._pump(up_reader, writer, handshake=0.0),
+                return_exceptions=True,
+            )
+            up_writer.close()
+        except (asyncio.CancelledError, OSError):
+            pass  # shutdown cancels open connections; asyncio would log a cancelled handler
+        writer.close()
 
     async def _pump(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, handshake: float
