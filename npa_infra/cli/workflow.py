@@ -351,6 +351,25 @@ def submit(
             help="How long a transient pending blocker is tolerated before cancel and relaunch.",
         ),
     ] = 600.0,
+    heartbeat_seconds: Annotated[
+        float,
+        typer.Option(
+            "--heartbeat-seconds",
+            min=0.0,
+            help="While a wave is supervised, journal a heartbeat event (and print a progress "
+            "line) this often; 0 = off.",
+        ),
+    ] = 60.0,
+    stale_after_seconds: Annotated[
+        float,
+        typer.Option(
+            "--stale-after-seconds",
+            min=0.0,
+            help="Warn once (a stale_progress event) when a supervised job's observable state "
+            "has not changed for this long while pending, starting or running; never cancels; "
+            "0 = off.",
+        ),
+    ] = 300.0,
     stage_src: Annotated[
         bool | None,
         typer.Option(
@@ -416,6 +435,8 @@ def submit(
             retries=retries,
             max_infrastructure_recoveries=max_infrastructure_recoveries,
             infrastructure_grace_seconds=infrastructure_grace_seconds,
+            heartbeat_seconds=heartbeat_seconds,
+            stale_after_seconds=stale_after_seconds,
             preflight_images=preflight_images,
             image_bootstrap_timeout_seconds=image_bootstrap_timeout_seconds,
             insecure_registries=list(insecure_registry or []),

@@ -46,6 +46,10 @@ class PlanStep(NamedTuple):
     inputs: tuple[dict[str, str], ...]
     outputs: tuple[dict[str, str], ...]
     trigger_uri: str = ""
+    # Checkpoint recovery (runtime-reference.md §3), from the step's effective config:
+    # where its application checkpoints, and the loader it declares to resume from there.
+    checkpoint_uri: str = ""
+    checkpoint_loader: str = ""
 
     @property
     def task_name(self) -> str:

@@ -52,6 +52,19 @@ class _Pending(Exception):
         self.point = point
 
 
+def _checkpoint(cfg: Mapping[str, Any]) -> dict[str, str]:
+    """The step's checkpoint declaration (runs/checkpoints.py): ``checkpoint_uri`` counts
+    only beside an explicit ``checkpoint_loader``, since specs already use that key for
+    model locations that nothing resumes from."""
+    loader = str(cfg.get("checkpoint_loader") or "").strip()
+    if not loader:
+        return {}
+    return {
+        "checkpoint_uri": str(cfg.get("checkpoint_uri") or "").strip(),
+        "checkpoint_loader": loader,
+    }
+
+
 @dataclass(slots=True)
 class Walk:
     spec: Spec
@@ -175,6 +188,7 @@ class Walk:
                 inputs=inputs,
                 outputs=outputs,
                 trigger_uri=trigger_uri,
+                **_checkpoint(cfg),
             )
         )
         if self.known is not None and (state.transitions or state.writes_decision):

@@ -8,6 +8,7 @@ YAML text is produced here (pure); writing it to disk is the caller's job.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +19,7 @@ from npa_infra.plan import waves as waves_mod
 from npa_infra.plan.model import Plan, PlanStep
 from npa_infra.render.tasks import RenderSettings, render_task
 
-__all__ = ["RenderedJob", "dump_documents", "render_plan"]
+__all__ = ["RenderedJob", "dump_documents", "render_plan", "with_envs"]
 
 _PLACEHOLDER = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 _SHA40 = re.compile(r"^[0-9a-f]{40}$")
@@ -58,6 +59,32 @@ def dump_documents(documents: tuple[dict[str, Any], ...]) -> str:
         allow_unicode=True,
         width=100,
     )
+
+
+def with_envs(
+    job: RenderedJob,
+    common: Mapping[str, str],
+    per_task: Mapping[str, Mapping[str, str]] | None = None,
+) -> str:
+    """The job's YAML with ``common`` set in every task's ``envs`` and ``per_task[name]`` in
+    that task's; the job's own text, byte for byte, when no value changes.
+
+    One attempt's variables (its fence numbers and resume mode) are set this way
+    at launch, so the rendered job, and with it the wave's identity, stays as planned.
+    """
+    changed = False
+    docs: list[dict[str, Any]] = []
+    for doc in job.documents:
+        if "execution" in doc:  # the job header
+            docs.append(doc)
+            continue
+        envs = dict(doc.get("envs") or {})
+        wanted = {**common, **(per_task or {}).get(str(doc.get("name")), {})}
+        if any(envs.get(key) != value for key, value in wanted.items()):
+            envs.update(wanted)
+            changed = True
+        docs.append({**doc, "envs": envs})
+    return dump_documents(tuple(docs)) if changed else job.text
 
 
 def _check_placeholders(doc: dict[str, Any], task: str) -> None:

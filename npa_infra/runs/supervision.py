@@ -69,9 +69,13 @@ class Verdict(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class WatchPolicy:
+    """How a wave is supervised; ``runs.liveness`` reads the last two (0 turns either off)."""
+
     permanent_grace: float = 60.0
     infrastructure_grace: float = 600.0
     max_wait: float = 3600.0  # 0 = unbounded
+    heartbeat_seconds: float = 60.0  # a durable proof of life this often
+    stale_after_seconds: float = 300.0  # the reference's heartbeat_stale threshold (§4)
 
 
 @dataclass(frozen=True, slots=True)

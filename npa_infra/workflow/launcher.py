@@ -168,11 +168,16 @@ class LaunchDriver:
         infra: str | None,
         secrets: Mapping[str, str],
         resume_command: str,
+        before_post: Callable[[TransactionRecord], None] | None = None,
     ) -> TransactionRecord:
-        """Drive ``record`` to DONE; the final record is durable when this returns."""
+        """Drive ``record`` to DONE; the final record is durable when this returns.
+
+        ``before_post`` runs before each launch request is sent, once the intent
+        (with the ``launch_sequence`` that request carries) is durable.
+        """
         try:
             while not record.done:
-                record = self._step(key, record, task_yaml, infra, secrets)
+                record = self._step(key, record, task_yaml, infra, secrets, before_post)
         except KeyboardInterrupt:
             # the interrupted record is durable before the command reports exit 130
             record = transaction.on_interrupted(record, now=self._clock.now())
@@ -194,6 +199,7 @@ class LaunchDriver:
         task_yaml: Path,
         infra: str | None,
         secrets: Mapping[str, str],
+        before_post: Callable[[TransactionRecord], None] | None = None,
     ) -> TransactionRecord:
         action = transaction.next_action(record)
         kind = action.kind
@@ -211,6 +217,8 @@ class LaunchDriver:
         if kind is transaction.ActionKind.LAUNCH:
             record = transaction.on_launch_intent(record, now=clock.now())
             self.checkpoint(key, record)  # intent is durable before the request is sent
+            if before_post is not None:
+                before_post(record)
             outcome = _launch_outcome(self._sky, task_yaml, record, infra=infra, secrets=secrets)
             record = transaction.on_launched(record, outcome, now=clock.now())
             self.checkpoint(key, record)  # the request id (or the error) is durable

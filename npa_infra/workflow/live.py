@@ -15,9 +15,6 @@ reconciled. Runtime runs are supervised wave by wave by ``supervisor``.
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import os
 import random
 import shlex
 import time
@@ -36,10 +33,9 @@ from npa_infra.errors import (
     UncertainOutcomeError,
     UsageError,
 )
-from npa_infra.runs import codec, transaction
-from npa_infra.runs.models import LaunchState, ReconciliationState, TransactionRecord
-from npa_infra.workflow import credentials
-from npa_infra.workflow.launcher import AttemptKey, Clock, LaunchDriver
+from npa_infra.runs.models import LaunchState, TransactionRecord
+from npa_infra.workflow import attempts, credentials
+from npa_infra.workflow.launcher import Clock, LaunchDriver
 
 if TYPE_CHECKING:
     from npa_infra.journal.records import RunMode
@@ -66,7 +62,8 @@ __all__ = [
     "resume_command",
 ]
 
-SUCCESS_STATES = (LaunchState.SUBMITTED, LaunchState.ADOPTED)
+SUCCESS_STATES = attempts.SUCCESS_STATES
+logical_launch_id = attempts.logical_launch_id  # re-exported: part of this module's API
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +87,7 @@ class RoutedPlan:
     pending: DecisionPoint | None
     decisions_used: tuple[tuple[str, str], ...] = ()
     outputs: Mapping[int, tuple[str, ...]] = field(default_factory=dict)  # declared, per wave
+    schemas: Mapping[str, str] = field(default_factory=dict)  # declared output URI → schema label
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,11 +148,6 @@ class LiveResult:
                 "remedy": self.error.remedy,
             }
         return payload
-
-
-def logical_launch_id(*parts: str) -> str:
-    """``npa-launch-`` + 32 hex of sha256 over the NUL-joined parts (§1 Identity)."""
-    return "npa-launch-" + hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
 
 
 def resume_command(invocation: Sequence[str], run_id: str) -> str:
@@ -249,19 +242,6 @@ def _boto_store() -> ObjectStore:
     return BotoStore.create()
 
 
-def _write_task(isolated: IsolatedDir, run_id: str, job: RenderedJob) -> Path:
-    """``D/submissions/<run>/<job>.yaml``, 0600; deterministic, so identity is stable."""
-    directory = isolated.root / "submissions" / run_id
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    path = directory / f"{job.job_name}.yaml"
-    tmp = path.with_suffix(".yaml.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(job.text)
-    os.replace(tmp, path)
-    return path
-
-
 def execute(
     request: LiveRequest, env: Mapping[str, str], services: LiveServices | None = None
 ) -> LiveResult:
@@ -309,19 +289,22 @@ def execute(
                 store=(services.store if services and services.store else _boto_store),
                 cluster=cluster,
                 progress=services.progress if services else None,
-                launch=lambda job, wave_index, new_attempt=False: _launch_wave(
-                    request,
-                    journal,
-                    driver,
-                    sky,
-                    clock,
-                    isolated,
-                    job,
-                    wave_index,
-                    infra=f"k8s/{context}",
-                    secrets=secrets,
-                    command=command,
-                    new_attempt=new_attempt,
+                launch=lambda job, wave_index, new_attempt=False, exports=None: (
+                    attempts.launch_wave(
+                        request,
+                        journal,
+                        driver,
+                        sky,
+                        clock,
+                        isolated,
+                        job,
+                        wave_index,
+                        infra=f"k8s/{context}",
+                        secrets=secrets,
+                        command=command,
+                        new_attempt=new_attempt,
+                        exports=exports,
+                    )
                 ),
             )
     finally:
@@ -377,7 +360,7 @@ def _open_run(
                 data={
                     "infra": request.infra,
                     "context": context,
-                    **_secret_record(request.secret_names, secrets),
+                    **attempts.secret_record(request.secret_names, secrets),
                     **dict(request.extra),
                 },
             )
@@ -441,170 +424,10 @@ def _stage_source(journal: Journal, request: LiveRequest, clock: Clock) -> None:
     journal.append_event(request.run_id, "source_staging", record, now=clock.now())
 
 
-def _secret_record(names: Sequence[str], secrets: Mapping[str, str]) -> dict[str, object]:
-    """Names and a fingerprint of the values (runtime-reference.md §2), never the values."""
-    from npa_infra.journal import guard
-
-    return {
-        "secret_names": list(names),
-        "secret_fingerprint": guard.fingerprint(dict(secrets)) if secrets else None,
-        "values_persisted": False,
-    }
-
-
 def _run_mode(mode: str) -> RunMode:
     if mode not in ("one-shot", "runtime", "raw"):
         raise InvariantError(f"unknown run mode {mode!r}")
     return mode  # type: ignore[return-value]  # narrowed by the membership test
-
-
-def _launch_wave(
-    request: LiveRequest,
-    journal: Journal,
-    driver: LaunchDriver,
-    sky: SkyPilot,
-    clock: Clock,
-    isolated: IsolatedDir,
-    job: RenderedJob,
-    wave_index: int,
-    *,
-    infra: str,
-    secrets: Mapping[str, str],
-    command: str,
-    new_attempt: bool = False,
-) -> TransactionRecord:
-    """One wave: re-enter its latest attempt, or start attempt 1 (or the next, for a retry).
-
-    A retry is a new immutable attempt: a new ``-aN`` name and a new logical
-    launch id (runtime-reference.md §3), so it can never be confused with the
-    attempt it replaces.
-    """
-    from npa_infra.journal.records import AttemptRow, WaveRow
-
-    latest = journal.latest_attempt(request.run_id, wave_index)
-    number = latest.attempt if latest is not None else 1
-    if new_attempt and latest is not None:
-        number = latest.attempt + 1
-    name = _attempt_name(job.job_name, number)
-    path = _write_task(isolated, request.run_id, dataclasses.replace(job, job_name=name))
-    yaml_digest = hashlib.sha256(job.text.encode()).hexdigest()
-    wave_part = "single-wave" if request.mode != "runtime" else f"wave-{wave_index:03d}"
-    lid = logical_launch_id(
-        request.stack_name or "default", request.run_id, wave_part, f"attempt-{number}", yaml_digest
-    )
-    key = AttemptKey(request.run_id, wave_index, number)
-    now = clock.now()
-    if latest is None or number != latest.attempt:
-        if not journal.waves(request.run_id) or all(
-            w.wave_index != wave_index for w in journal.waves(request.run_id)
-        ):
-            journal.upsert_wave(
-                WaveRow(
-                    run_id=request.run_id,
-                    wave_index=wave_index,
-                    key=f"{wave_index:03d}|{job.execution}|{job.job_name}",
-                    name=job.job_name,
-                    kind=job.execution,
-                    states=[str(d.get("name")) for d in job.documents if "execution" not in d],
-                    status="pending",
-                    updated_at=now,
-                )
-            )
-        journal.create_attempt(
-            AttemptRow(
-                run_id=request.run_id,
-                wave_index=wave_index,
-                attempt=number,
-                job_name=name,
-                logical_launch_id=lid,
-                created_at=now,
-                status="pending",
-                job_id=None,
-                sky_status=None,
-                data={
-                    "yaml_sha256": yaml_digest,
-                    "task_yaml": str(path),
-                    **_secret_record(request.secret_names, secrets),
-                },
-                updated_at=now,
-            )
-        )
-    stored = journal.transaction(lid)
-    if stored is None:
-        record = transaction.begin(
-            logical_launch_id=lid, job_name=name, context=infra.removeprefix("k8s/"), now=now
-        )
-        driver.checkpoint(key, record)
-    else:
-        record = codec.record_from_json(stored.record)
-        if record.state in SUCCESS_STATES:
-            _verify_adopted(record, sky, clock, journal, key)
-            return record
-        record = _reenter(record, clock)
-    journal.update_run(request.run_id, status="LAUNCHING", lifecycle_state="mutating", now=now)
-    try:
-        record = driver.run(
-            key, record, task_yaml=path, infra=infra, secrets=secrets, resume_command=command
-        )
-    finally:
-        journal.update_attempt(
-            request.run_id,
-            wave_index,
-            number,
-            status=record.state.value,
-            job_id=record.job_id,
-            now=clock.now(),
-        )
-    return record
-
-
-def _verify_adopted(
-    record: TransactionRecord, sky: SkyPilot, clock: Clock, journal: Journal, key: AttemptKey
-) -> None:
-    """On resume, the stored id must still be the one job with the attempt's exact name."""
-    from npa_infra.workflow.launcher import reconcile
-
-    found = reconcile(sky, record.job_name, clock.now())
-    journal.append_event(
-        key.run_id,
-        "resume_lookup",
-        {"wave": key.wave_index, "attempt": key.attempt, **found.to_json()},
-        now=clock.now(),
-    )
-    if found.state is ReconciliationState.FOUND and found.job_id != record.job_id:
-        raise UncertainOutcomeError(
-            f"{record.job_name} now belongs to job {found.job_id}, but the journal adopted "
-            f"job {record.job_id}",
-            remedy="inspect both jobs with `sky jobs queue`; npa will not guess which is the run",
-            details={"job_name": record.job_name},
-        )
-    if found.state in (ReconciliationState.AMBIGUOUS, ReconciliationState.UNAVAILABLE):
-        raise UncertainOutcomeError(
-            f"cannot verify {record.job_name} (job {record.job_id}): the queue answered "
-            f"{found.state.value} {found.error}".strip(),
-            remedy="rerun the same command once `sky jobs queue` answers",
-            details={"job_name": record.job_name},
-        )
-
-
-def _attempt_name(base: str, attempt: int) -> str:
-    if attempt < 2:
-        return base
-    suffix = f"-a{attempt}"
-    return base[: 60 - len(suffix)] + suffix
-
-
-def _reenter(record: TransactionRecord, clock: Clock) -> TransactionRecord:
-    """Re-arm an unfinished or blocked record for ``--resume-run``.
-
-    A launch that failed with a terminal category after its absence was
-    verified stays as it is (sticky, runtime-reference.md §3
-    ``resume_block_terminal_or_legacy_absence``): retrying it cannot help until
-    the cause is fixed, and then a new run is the honest record.
-    """
-    if record.state is LaunchState.TERMINAL_FAILURE and record.launch_sequence > 0:
-        return record
-    return transaction.reenter(record, now=clock.now())
 
 
 def outcome_error(record: TransactionRecord, command: str) -> NpaError | None:

@@ -91,6 +91,8 @@ class SubmitOptions:
     retries: int = 0
     max_infrastructure_recoveries: int = 1
     infrastructure_grace_seconds: float = 600.0
+    heartbeat_seconds: float = 60.0  # a journaled heartbeat while a wave is supervised; 0 = off
+    stale_after_seconds: float = 300.0  # warn once per stall of this long; 0 = off
     preflight_images: bool = True
     image_bootstrap_timeout_seconds: float = 1800.0  # the pull probe's window; 0 = none
     insecure_registries: Sequence[str] = ()
@@ -360,7 +362,15 @@ def submit(
                         remapped.plan, max_concurrency_cap=options.max_concurrency
                     )
                 }
-                return live.RoutedPlan(rendered, routed.pending, routed.decisions_used, outputs)
+                schemas = {  # declared output URI -> its schema label, recorded with each probe
+                    str(out["uri"]): str(out["schema"])
+                    for step in remapped.plan.steps
+                    for out in step.outputs
+                    if out.get("uri") and out.get("schema")
+                }
+                return live.RoutedPlan(
+                    rendered, routed.pending, routed.decisions_used, outputs, schemas
+                )
 
             request = dataclasses.replace(request, replan=replan)
         return live.execute(request, environ, services)
@@ -466,6 +476,8 @@ def _live_request(
             "retries": options.retries,
             "max_infrastructure_recoveries": options.max_infrastructure_recoveries,
             "infrastructure_grace": options.infrastructure_grace_seconds,
+            "heartbeat_seconds": options.heartbeat_seconds,
+            "stale_after_seconds": options.stale_after_seconds,
             "image_preflight": preflight,
         },
     )

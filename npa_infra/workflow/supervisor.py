@@ -11,9 +11,9 @@ journaled before the next one starts.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from npa_infra.errors import (
     InterruptedRunError,
@@ -24,19 +24,18 @@ from npa_infra.errors import (
 from npa_infra.runs import supervision
 from npa_infra.runs.models import TransactionRecord
 from npa_infra.skypilot.models import JobStatus
-from npa_infra.workflow import recovery, watch
+from npa_infra.workflow import completion, recovery, resumption, routing, watch
 
 if TYPE_CHECKING:
     from npa_infra.journal.store import Journal
     from npa_infra.kube.base import KubeCluster
-    from npa_infra.plan.model import DecisionPoint
     from npa_infra.render.documents import RenderedJob
     from npa_infra.skypilot.base import SkyPilot
     from npa_infra.storage.base import ObjectStore
     from npa_infra.workflow.launcher import Clock, LaunchDriver
     from npa_infra.workflow.live import LiveRequest, LiveResult
 
-__all__ = ["Launch", "PollPolicy", "run_waves"]
+__all__ = ["Launch", "PollPolicy", "run_waves", "watch_policy"]
 
 RETRY_PAUSE = 30.0  # runtime-reference.md §3: N+1 attempts, 30 s apart
 _PAYLOAD_FAILURES = (JobStatus.FAILED, JobStatus.FAILED_SETUP)
@@ -46,7 +45,11 @@ class Launch(Protocol):
     """Launch (or re-enter) a wave; ``new_attempt`` starts the next immutable attempt."""
 
     def __call__(
-        self, job: RenderedJob, wave_index: int, new_attempt: bool = False
+        self,
+        job: RenderedJob,
+        wave_index: int,
+        new_attempt: bool = False,
+        exports: Mapping[str, Mapping[str, str]] | None = None,
     ) -> TransactionRecord: ...
 
 
@@ -89,6 +92,26 @@ def run_waves(
             remedy=f"rerun: {command}",
         )
         return _finish(request, journal, clock, records, job_ids, error)
+
+
+def watch_policy(extra: Mapping[str, Any]) -> supervision.WatchPolicy:
+    """The supervision policy from the submit options (``LiveRequest.extra``); the
+    ``WatchPolicy`` defaults where an option is not given."""
+    default = supervision.WatchPolicy()
+    poll = dict(extra.get("poll") or {})
+
+    def number(value: object, fallback: float) -> float:
+        return float(value) if isinstance(value, int | float) else fallback
+
+    return supervision.WatchPolicy(
+        permanent_grace=number(extra.get("permanent_grace"), default.permanent_grace),
+        infrastructure_grace=number(
+            extra.get("infrastructure_grace"), default.infrastructure_grace
+        ),
+        max_wait=number(poll.get("max_wait"), default.max_wait),
+        heartbeat_seconds=number(extra.get("heartbeat_seconds"), default.heartbeat_seconds),
+        stale_after_seconds=number(extra.get("stale_after_seconds"), default.stale_after_seconds),
+    )
 
 
 def _run_listed(
@@ -151,15 +174,12 @@ def _run_routed(
 
     context = WaveContext(
         cluster=cluster,
-        policy=supervision.WatchPolicy(
-            permanent_grace=float(request.extra.get("permanent_grace", 60.0)),
-            infrastructure_grace=float(request.extra.get("infrastructure_grace", 600.0)),
-            max_wait=float(poll.get("max_wait", 3600.0)),
-        ),
+        policy=watch_policy(request.extra),
         interval=float(poll.get("interval", 30.0)),
         store=store,
         recompute_digest=recompute_digest,
         outputs=lambda index: tuple(replan(decided).outputs.get(index, ())),
+        schemas=lambda index: replan(decided).schemas,
         progress=progress,
     )
     while True:
@@ -176,7 +196,7 @@ def _run_routed(
             done.add(index)
         if routed.pending is None:
             return _finish(request, journal, clock, records, job_ids, None)
-        value, failure = _read_decision(store, routed.pending, command)
+        value, failure = routing.read_decision(store, routed.pending, command)
         if failure is not None:
             return _finish(request, journal, clock, records, job_ids, failure)
         decided[routed.pending.key] = value
@@ -208,8 +228,9 @@ def _run_wave(
 
     command = live.resume_command(request.invocation, request.run_id)
     new_attempt = False
+    exports: Mapping[str, Mapping[str, str]] | None = None
     while True:
-        record = launch(job, index, new_attempt)
+        record = launch(job, index, new_attempt, exports=exports)
         records.append(record)
         budgets = _budgets(request, journal, index, clock.now())  # the wave row exists now
         error = live.outcome_error(record, command)
@@ -234,11 +255,24 @@ def _run_wave(
         )
         Verdict = supervision.Verdict
         if result.verdict is Verdict.SUCCEEDED:
-            return _validate_outputs(request, journal, clock, index, record, context)
+            return completion.validate_outputs(
+                journal=journal,
+                run_id=request.run_id,
+                wave_index=index,
+                attempt=attempt,
+                what=f"wave {index:02d} ({record.job_name})",
+                uris=context.outputs(index),
+                schemas=context.schemas(index),
+                store=context.store,
+                now=clock.now,
+            )
         if result.verdict is Verdict.PAYLOAD_FAILED and budgets["retries_left"] > 0:
+            resumed = _resumption(request, journal, job, index, record, context, clock)
+            if isinstance(resumed, NpaError):
+                return resumed
             _spend(journal, request.run_id, index, budgets, "retries_left", result, clock)
             clock.sleep(RETRY_PAUSE)
-            new_attempt = True
+            new_attempt, exports = True, resumed.exports
             continue
         if result.verdict is Verdict.PERMANENT_BLOCKER:
             return _stop_permanent(request, journal, sky, clock, index, record, result)
@@ -248,6 +282,9 @@ def _run_wave(
             )
             if blocked is not None:
                 return blocked
+            resumed = _resumption(request, journal, job, index, record, context, clock)
+            if isinstance(resumed, NpaError):
+                return resumed
             _spend(
                 journal,
                 request.run_id,
@@ -257,7 +294,7 @@ def _run_wave(
                 result,
                 clock,
             )
-            new_attempt = True
+            new_attempt, exports = True, resumed.exports
             continue
         return _wave_failure(request, index, record, command, result)
 
@@ -274,53 +311,40 @@ class WaveContext:
     recompute_digest: Callable[[int], str | None]
     outputs: Callable[[int], tuple[str, ...]]
     progress: Callable[[str], None] | None = None
+    schemas: Callable[[int], Mapping[str, str]] = lambda index: {}  # output URI → schema label
 
 
-def _validate_outputs(
+def _resumption(
     request: LiveRequest,
     journal: Journal,
-    clock: Clock,
+    job: RenderedJob,
     index: int,
     record: TransactionRecord,
     context: WaveContext,
-) -> NpaError | None:
-    """A completed wave counts only when its declared outputs exist and are non-empty (§2)."""
-    uris = context.outputs(index)
-    if not uris:
-        return None
-    from npa_infra.errors import StorageError
-    from npa_infra.storage.models import ProbeState
+    clock: Clock,
+) -> resumption.Resumption | NpaError:
+    """How the next attempt starts (checkpoint or restart), journaled before the launch;
+    an unreadable checkpoint blocks the relaunch and spends no budget (§3)."""
+    from npa_infra.workflow import live
 
-    try:
-        probes = recovery.probe_outputs(context.store, uris)
-    except (StorageError, ValueError) as exc:
-        return UncertainOutcomeError(
-            f"wave {index:02d} ({record.job_name}) succeeded, but its outputs could not be checked: {exc}",
-            remedy="rerun the same command with --resume-run once the bucket is readable",
-        )
-    found: list[dict[str, object]] = [
-        {"uri": uri, "state": probe.state.value, "size": probe.size} for uri, probe in probes
-    ]
-    journal.update_attempt(
-        request.run_id,
-        index,
-        _attempt_of(journal, request.run_id, index),
-        data={"outputs": found},
-        now=clock.now(),
+    found = resumption.prepare(
+        journal=journal,
+        run_id=request.run_id,
+        wave_index=index,
+        job=job,
+        store=context.store,
+        now=clock.now,
     )
-    missing = [f for f in found if f["state"] != ProbeState.PRESENT.value]
-    if not missing:
-        return None
-    first = missing[0]
-    if first["state"] == ProbeState.UNAVAILABLE.value:
-        return UncertainOutcomeError(
-            f"wave {index:02d} ({record.job_name}) succeeded, but {first['uri']} could not be read",
-            remedy="rerun the same command with --resume-run once the bucket is readable",
-        )
-    return LaunchFailedError(
-        f"wave {index:02d} ({record.job_name}) succeeded but its declared output {first['uri']} "
-        f"is {first['state']}: the wave does not count as complete",
-        remedy="inspect the step's logs: it must write every declared output",
+    blocked = found.blocked
+    if blocked is None:
+        return found
+    where = blocked.declaration
+    return UncertainOutcomeError(
+        f"wave {index:02d} ({record.job_name}, job {record.job_id}) was not relaunched: the "
+        f"checkpoint of {where.task} at {where.uri} could not be checked, so neither a "
+        "checkpoint resume nor a restart is safe",
+        remedy="rerun once the bucket is readable: "
+        + live.resume_command(request.invocation, request.run_id),
     )
 
 
@@ -489,46 +513,6 @@ def _wave_failure(
         f"{what} ended {result.status}",
         remedy=f"inspect: npa workbench workflow status {request.run_id}",
     )
-
-
-def _read_decision(
-    store: Callable[[], ObjectStore], point: DecisionPoint, command: str
-) -> tuple[str, NpaError | None]:
-    """The decision artifact's value; a missing or malformed artifact fails closed (dsl.md §5.4)."""
-    from npa_infra.errors import StorageError
-    from npa_infra.plan import decisions
-    from npa_infra.runs import artifacts
-    from npa_infra.storage.models import S3Uri
-
-    where = f"the decision of {point.state} (written by {point.writer_state})"
-    if not point.uri:
-        return "", LaunchFailedError(
-            f"{where} has no decision URI to read",
-            remedy="declare an output whose schema contains 'decision', or set config.decision_uri",
-        )
-    try:
-        payload = store().read_bytes(S3Uri.parse(point.uri))
-    except StorageError as exc:
-        return "", UncertainOutcomeError(
-            f"{where} could not be read from {point.uri}: {exc.message}",
-            remedy=f"{exc.remedy}; then rerun: {command}",
-        )
-    except ValueError as exc:
-        return "", LaunchFailedError(
-            f"{where}: invalid URI {point.uri!r}: {exc}", remedy="fix the spec"
-        )
-    if payload is None:
-        return "", LaunchFailedError(
-            f"{where} is missing: no object at {point.uri}",
-            remedy='the writer step must upload {"decision": "..."} there; inspect its logs',
-        )
-    read = artifacts.parse_decision(payload, uri=point.uri, normalize=decisions.normalize)
-    if read.error is not None or read.decision is None:
-        return "", LaunchFailedError(
-            f"{where} is malformed: {read.error}",
-            remedy='the artifact must be a JSON object like {"decision": "promote_checkpoint"}',
-        )
-    return read.decision, None
 
 
 def _attempt_of(journal: Journal, run_id: str, wave_index: int) -> int:

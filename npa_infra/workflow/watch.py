@@ -4,7 +4,10 @@ Each tick reads ``sky jobs queue --all -v`` once; while the job is PENDING or
 STARTING it lists the job's pods once (by the whole-component job id in
 SkyPilot's cluster label) and classifies the blocker (kubernetes.md §6.3).
 Status changes and blockers are journaled as they are seen. A failed pod read
-is a diagnostic, never a reason to act.
+is a diagnostic, never a reason to act. ``runs.liveness`` turns the same
+observations into a heartbeat (journaled every ``heartbeat_seconds``) and a
+one-off ``stale_progress`` warning when nothing observable changes for
+``stale_after_seconds``; neither ever cancels anything.
 """
 
 from __future__ import annotations
@@ -13,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from npa_infra.runs import supervision
-from npa_infra.skypilot.models import QueueVerdict
+from npa_infra.runs import liveness, supervision
+from npa_infra.skypilot.models import QueueRecord, QueueVerdict
 
 if TYPE_CHECKING:
     from npa_infra.journal.store import Journal
@@ -50,6 +53,8 @@ def watch_job(
 ) -> WatchResult:
     """Poll until the pure watch decides; every observation that changes is journaled."""
     state = supervision.WatchState.begin(clock.now())
+    alive = liveness.Liveness()
+    where = _Where(run_id, wave_index, attempt, job_id, label or str(job_id))
     blocker: dict[str, Any] | None = None
     while True:
         queue = sky.queue(verbose=True)
@@ -80,11 +85,94 @@ def watch_job(
                 f" — {state.blocker_code} ({state.blocker_class})" if state.blocker_code else ""
             )
             progress(f"{label or job_id}: {state.last_status or 'status unreadable'}{blocked}")
+        observation = liveness.Observation(now, status, _fingerprint(status, rows, diagnosis))
+        alive, signals = liveness.observe(
+            alive,
+            observation,
+            heartbeat_seconds=policy.heartbeat_seconds,
+            stale_after=policy.stale_after_seconds,
+        )
+        for signal in signals:
+            _signal(journal, where, signal, alive, observation, diagnosis, now - state.started)
+            if progress is not None:
+                progress(_says(where, signal, alive, observation, now - state.started))
         if diagnosis is not None:
             blocker = diagnosis
         if verdict is not supervision.Verdict.WAIT:
             return WatchResult(verdict, status, blocker, now - state.started)
         clock.sleep(interval)
+
+
+@dataclass(frozen=True, slots=True)
+class _Where:
+    run_id: str
+    wave_index: int
+    attempt: int
+    job_id: int
+    label: str
+
+
+def _fingerprint(
+    status: str | None, rows: list[QueueRecord], diagnosis: dict[str, Any] | None
+) -> tuple[str, ...]:
+    """Everything this tick observed of the job: a change in any part is progress."""
+    tasks = tuple(f"task {r.task_id}: {r.status.value}" for r in sorted(rows, key=_task))
+    pods = diagnosis or {}
+    blocker = tuple(str(pods.get(k) or "") for k in ("code", "reason", "pod")) if pods else ()
+    return (str(status), *tasks, *blocker)
+
+
+def _task(record: QueueRecord) -> int:
+    return record.task_id
+
+
+def _signal(
+    journal: Journal,
+    where: _Where,
+    signal: liveness.Signal,
+    alive: liveness.Liveness,
+    observation: liveness.Observation,
+    diagnosis: dict[str, Any] | None,
+    waited: float,
+) -> None:
+    """Journal a liveness signal: what the supervisor saw, and for how long it has held."""
+    pods = diagnosis or {}
+    journal.append_event(
+        where.run_id,
+        signal.value,
+        {
+            "wave": where.wave_index,
+            "attempt": where.attempt,
+            "job_id": where.job_id,
+            "status": observation.status,
+            "blocker": pods.get("code"),
+            "pod": pods.get("pod"),
+            "reason": pods.get("reason"),
+            "unchanged_seconds": round(alive.unchanged_for(observation.now), 3),
+            "waited_seconds": round(waited, 3),
+        },
+        now=observation.now,
+    )
+
+
+def _says(
+    where: _Where,
+    signal: liveness.Signal,
+    alive: liveness.Liveness,
+    observation: liveness.Observation,
+    waited: float,
+) -> str:
+    """One line for people (stderr), never for a machine."""
+    status = observation.status or "status unreadable"
+    held = alive.unchanged_for(observation.now)
+    if signal is liveness.Signal.STALE_PROGRESS:
+        return (
+            f"{where.label}: warning: no progress for {held:.0f}s (still {status}); "
+            "the job is left alone"
+        )
+    if signal is liveness.Signal.PROGRESS_RESUMED:
+        return f"{where.label}: progress resumed ({status})"
+    return f"{where.label}: {status}, supervised for {waited:.0f}s"
 
 
 def diagnose_job(

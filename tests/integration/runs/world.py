@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from npa_infra.skypilot.isolation import IsolatedDir
+from npa_infra.skypilot.runner import Runner
 from npa_infra.skypilot.skycli import SkyCli
 from npa_infra.workflow import cancellation, live, runstatus, submission
 from npa_infra.workflow.launcher import Clock
@@ -54,6 +55,7 @@ class World:
     env: dict[str, str]
     clock: VirtualClock = field(default_factory=VirtualClock)
     pods: bool = False
+    runner: Runner | None = None  # None: the wrapper, one process per call
 
     @property
     def home(self) -> Path:
@@ -72,7 +74,7 @@ class World:
 
     def services(self) -> live.LiveServices:
         def sky(isolated: IsolatedDir, env: Mapping[str, str]) -> SkyCli:
-            return SkyCli(self.sky_bin, isolated, env, check_ports=False)
+            return SkyCli(self.sky_bin, isolated, env, runner=self.runner, check_ports=False)
 
         return live.LiveServices(sky=sky, clock=self.clock.clock(), isolated_dir=self.isolated.root)
 
@@ -113,7 +115,9 @@ class World:
         return [j for j in self.sim_jobs() if j.get("name") == name]
 
 
-def make_world(tmp_path: Path, fake: FakeKube, *, pods: bool = False) -> World:
+def make_world(
+    tmp_path: Path, fake: FakeKube, *, pods: bool = False, runner: Runner | None = None
+) -> World:
     state_dir = tmp_path / "sky-server"
     state_dir.mkdir(parents=True)
     env = {
@@ -130,4 +134,4 @@ def make_world(tmp_path: Path, fake: FakeKube, *, pods: bool = False) -> World:
     if pods:
         env.update(kube_env(fake, CONTEXT))
     (tmp_path / "home").mkdir()
-    return World(tmp_path, fake, harness.write_wrapper(tmp_path), env, pods=pods)
+    return World(tmp_path, fake, harness.write_wrapper(tmp_path), env, pods=pods, runner=runner)

@@ -1,0 +1,225 @@
+"""One wave attempt of a live submit: its journal rows, its task file, its launch transaction.
+
+``launch_wave`` re-enters the wave's latest attempt or creates the next one.
+An attempt is immutable once created (runtime-reference.md §3): its
+``-aN`` job name, its logical launch id (over stack, run, wave, attempt and
+the planned YAML's digest) and its resume variables are journaled before
+its first launch request, so a crash anywhere re-enters the same attempt.
+A stored adopted id is re-verified by exact name before it is trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from npa_infra.errors import UncertainOutcomeError
+from npa_infra.runs import codec, transaction
+from npa_infra.runs.models import LaunchState, ReconciliationState, TransactionRecord
+from npa_infra.workflow import taskfiles
+from npa_infra.workflow.launcher import AttemptKey, Clock, LaunchDriver
+
+if TYPE_CHECKING:
+    from npa_infra.journal.store import Journal
+    from npa_infra.render.documents import RenderedJob
+    from npa_infra.skypilot.base import SkyPilot
+    from npa_infra.skypilot.isolation import IsolatedDir
+    from npa_infra.workflow.live import LiveRequest
+
+__all__ = ["SUCCESS_STATES", "attempt_name", "launch_wave", "logical_launch_id", "secret_record"]
+
+SUCCESS_STATES = (LaunchState.SUBMITTED, LaunchState.ADOPTED)
+
+
+def logical_launch_id(*parts: str) -> str:
+    """``npa-launch-`` + 32 hex of sha256 over the NUL-joined parts (§1 Identity)."""
+    return "npa-launch-" + hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+
+
+def secret_record(names: Sequence[str], secrets: Mapping[str, str]) -> dict[str, object]:
+    """Names and a fingerprint of the values (runtime-reference.md §2), never the values."""
+    from npa_infra.journal import guard
+
+    return {
+        "secret_names": list(names),
+        "secret_fingerprint": guard.fingerprint(dict(secrets)) if secrets else None,
+        "values_persisted": False,
+    }
+
+
+def launch_wave(
+    request: LiveRequest,
+    journal: Journal,
+    driver: LaunchDriver,
+    sky: SkyPilot,
+    clock: Clock,
+    isolated: IsolatedDir,
+    job: RenderedJob,
+    wave_index: int,
+    *,
+    infra: str,
+    secrets: Mapping[str, str],
+    command: str,
+    new_attempt: bool = False,
+    exports: Mapping[str, Mapping[str, str]] | None = None,
+) -> TransactionRecord:
+    """One wave: re-enter its latest attempt, or start attempt 1 (or the next, for a retry).
+
+    A retry is a new immutable attempt: a new ``-aN`` name and a new logical
+    launch id (runtime-reference.md §3), so it can never be confused with the
+    attempt it replaces. ``exports`` (per task name) are the new attempt's resume
+    variables; they are journaled with the attempt, so re-entering it (``--resume-run``)
+    sends the same ones.
+    """
+    from npa_infra.journal.records import AttemptRow, WaveRow
+
+    latest = journal.latest_attempt(request.run_id, wave_index)
+    number = latest.attempt if latest is not None else 1
+    if new_attempt and latest is not None:
+        number = latest.attempt + 1
+    creating = latest is None or number != latest.attempt
+    variables: Mapping[str, Mapping[str, str]] = (
+        dict(exports or {}) if creating else taskfiles.journaled_exports(latest)
+    )
+    name = attempt_name(job.job_name, number)
+    path = taskfiles.write(
+        isolated, request.run_id, name, taskfiles.attempt_text(job, number, 1, variables)
+    )
+    yaml_digest = hashlib.sha256(job.text.encode()).hexdigest()
+    wave_part = "single-wave" if request.mode != "runtime" else f"wave-{wave_index:03d}"
+    lid = logical_launch_id(
+        request.stack_name or "default", request.run_id, wave_part, f"attempt-{number}", yaml_digest
+    )
+    key = AttemptKey(request.run_id, wave_index, number)
+    now = clock.now()
+    if creating:
+        if not journal.waves(request.run_id) or all(
+            w.wave_index != wave_index for w in journal.waves(request.run_id)
+        ):
+            journal.upsert_wave(
+                WaveRow(
+                    run_id=request.run_id,
+                    wave_index=wave_index,
+                    key=f"{wave_index:03d}|{job.execution}|{job.job_name}",
+                    name=job.job_name,
+                    kind=job.execution,
+                    states=[str(d.get("name")) for d in job.documents if "execution" not in d],
+                    status="pending",
+                    updated_at=now,
+                )
+            )
+        journal.create_attempt(
+            AttemptRow(
+                run_id=request.run_id,
+                wave_index=wave_index,
+                attempt=number,
+                job_name=name,
+                logical_launch_id=lid,
+                created_at=now,
+                status="pending",
+                job_id=None,
+                sky_status=None,
+                data={
+                    "yaml_sha256": yaml_digest,
+                    "task_yaml": str(path),
+                    **secret_record(request.secret_names, secrets),
+                    **(
+                        {"exports": {k: dict(v) for k, v in variables.items()}} if variables else {}
+                    ),
+                },
+                updated_at=now,
+            )
+        )
+    stored = journal.transaction(lid)
+    if stored is None:
+        record = transaction.begin(
+            logical_launch_id=lid, job_name=name, context=infra.removeprefix("k8s/"), now=now
+        )
+        driver.checkpoint(key, record)
+    else:
+        record = codec.record_from_json(stored.record)
+        if record.state in SUCCESS_STATES:
+            _verify_adopted(record, sky, clock, journal, key)
+            return record
+        record = _reenter(record, clock)
+    journal.update_run(request.run_id, status="LAUNCHING", lifecycle_state="mutating", now=now)
+
+    def before_post(intent: TransactionRecord) -> None:
+        # the sequence this POST carries is durable (the intent checkpoint) before it is sent
+        taskfiles.write(
+            isolated,
+            request.run_id,
+            name,
+            taskfiles.attempt_text(job, number, intent.launch_sequence, variables),
+        )
+
+    try:
+        record = driver.run(
+            key,
+            record,
+            task_yaml=path,
+            infra=infra,
+            secrets=secrets,
+            resume_command=command,
+            before_post=before_post,
+        )
+    finally:
+        journal.update_attempt(
+            request.run_id,
+            wave_index,
+            number,
+            status=record.state.value,
+            job_id=record.job_id,
+            now=clock.now(),
+        )
+    return record
+
+
+def _verify_adopted(
+    record: TransactionRecord, sky: SkyPilot, clock: Clock, journal: Journal, key: AttemptKey
+) -> None:
+    """On resume, the stored id must still be the one job with the attempt's exact name."""
+    from npa_infra.workflow.launcher import reconcile
+
+    found = reconcile(sky, record.job_name, clock.now())
+    journal.append_event(
+        key.run_id,
+        "resume_lookup",
+        {"wave": key.wave_index, "attempt": key.attempt, **found.to_json()},
+        now=clock.now(),
+    )
+    if found.state is ReconciliationState.FOUND and found.job_id != record.job_id:
+        raise UncertainOutcomeError(
+            f"{record.job_name} now belongs to job {found.job_id}, but the journal adopted "
+            f"job {record.job_id}",
+            remedy="inspect both jobs with `sky jobs queue`; npa will not guess which is the run",
+            details={"job_name": record.job_name},
+        )
+    if found.state in (ReconciliationState.AMBIGUOUS, ReconciliationState.UNAVAILABLE):
+        raise UncertainOutcomeError(
+            f"cannot verify {record.job_name} (job {record.job_id}): the queue answered "
+            f"{found.state.value} {found.error}".strip(),
+            remedy="rerun the same command once `sky jobs queue` answers",
+            details={"job_name": record.job_name},
+        )
+
+
+def attempt_name(base: str, attempt: int) -> str:
+    if attempt < 2:
+        return base
+    suffix = f"-a{attempt}"
+    return base[: 60 - len(suffix)] + suffix
+
+
+def _reenter(record: TransactionRecord, clock: Clock) -> TransactionRecord:
+    """Re-arm an unfinished or blocked record for ``--resume-run``.
+
+    A launch that failed with a terminal category after its absence was
+    verified stays as it is (sticky, runtime-reference.md §3
+    ``resume_block_terminal_or_legacy_absence``): retrying it cannot help until
+    the cause is fixed, and then a new run is the honest record.
+    """
+    if record.state is LaunchState.TERMINAL_FAILURE and record.launch_sequence > 0:
+        return record
+    return transaction.reenter(record, now=clock.now())

@@ -1,0 +1,98 @@
+"""Helpers for supervision tests: a one-wave runtime spec, supervision settings, journal reads.
+
+``settings(**extra)`` sets supervision options that ``submit`` does not take
+as ``SubmitOptions`` fields (``heartbeat_seconds``, ``stale_after_seconds``)
+by adding them to the ``LiveRequest.extra`` that ``submit`` hands to
+``live.execute``, exactly where the submit options land.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from npa_infra.journal.store import Journal
+from npa_infra.workflow import live, submission
+from tests.integration.runs.world import World
+
+__all__ = ["events", "run", "settings", "single_wave_spec"]
+
+
+def single_wave_spec(
+    directory: Path,
+    *,
+    params: Mapping[str, str] | None = None,
+    outputs: tuple[tuple[str, str], ...] = (),
+) -> Path:
+    """A runtime spec with one state (``train``), so one wave: its attempts are the run's jobs."""
+    lines = [
+        "apiVersion: npa.workflow/v0.0.1",
+        "kind: Workflow",
+        "metadata: {name: supervised, executionMode: runtime}",
+        'config: {root_uri: "s3://example-bucket/supervised/{{run.id}}"}',
+        "resources:",
+        "  default: {cloud: kubernetes, cpus: 1, memory: 1Gi}",
+        "states:",
+        "  train:",
+        "    toolRef: workbench.rerun.report",
+        "    terminal: true",
+    ]
+    if params:
+        lines.append("    params:")
+        lines += [f'      {key}: "{value}"' for key, value in params.items()]
+    if outputs:
+        lines.append("    outputs:")
+        for uri, schema in outputs:
+            lines.append(f'      - {{uri: "{uri}"' + (f", schema: {schema}}}" if schema else "}"))
+    path = directory / "supervised.yaml"
+    directory.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@contextlib.contextmanager
+def settings(**extra: Any) -> Iterator[None]:
+    """Add ``extra`` to every ``LiveRequest`` that ``submit`` executes while active."""
+    original = live.execute
+
+    def execute(
+        request: live.LiveRequest,
+        env: Mapping[str, str],
+        services: live.LiveServices | None = None,
+    ) -> live.LiveResult:
+        request = dataclasses.replace(request, extra={**request.extra, **extra})
+        return original(request, env, services)
+
+    live.execute = execute  # restored below
+    try:
+        yield
+    finally:
+        live.execute = original
+
+
+def run(
+    world: World,
+    spec: Path,
+    *,
+    progress: Callable[[str], None] | None = None,
+    store: Callable[[], Any] | None = None,
+    **options: Any,
+) -> live.LiveResult:
+    """``submit`` through the world, with a progress callback and an object store when given."""
+    services = dataclasses.replace(world.services(), progress=progress, store=store)
+    result = submission.submit(spec, world.options(**options), env=world.env, services=services)
+    assert isinstance(result, live.LiveResult)
+    return result
+
+
+def events(world: World, run_id: str, *kinds: str) -> list[tuple[str, dict[str, Any]]]:
+    """The run's journal events (of ``kinds`` when given), oldest first."""
+    journal = Journal.open(world.home)
+    try:
+        found = [(e.kind, dict(e.data)) for e in journal.events(run_id)]
+    finally:
+        journal.close()
+    return [e for e in found if not kinds or e[0] in kinds]
