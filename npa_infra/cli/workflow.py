@@ -485,35 +485,57 @@ RunIdArg = Annotated[str, typer.Argument(help="The run id.", show_default=False)
 
 @app.command("status")
 def status(
-    run_id: RunIdArg,
+    run_id: Annotated[
+        str | None, typer.Argument(help="The run id (or --all).", show_default=False)
+    ] = None,
+    all_runs: Annotated[
+        bool, typer.Option("--all", help="Every run of the journal that is not terminal.")
+    ] = False,
+    stack: Annotated[
+        str | None, typer.Option("--stack", help="With --all: only this stack's runs.")
+    ] = None,
     cached: Annotated[
         bool, typer.Option("--cached", help="Journal only: no SkyPilot or cluster calls.")
     ] = False,
     watch: Annotated[
-        bool, typer.Option("--watch", help="Repeat until the run is terminal.")
+        bool, typer.Option("--watch", help="Repeat until no listed run is in progress.")
     ] = False,
     interval: Annotated[float, typer.Option("--interval", min=1.0, help="Watch interval.")] = 10.0,
     as_json: JsonOpt = False,
 ) -> None:
-    """Show a run: waves, attempts, provider job ids, SkyPilot status, pending-pod reasons.
+    """Show a run (or --all runs): waves, attempts, job ids, SkyPilot status, budgets, blockers.
 
     Exit codes: 0 succeeded or in progress; 1 NOT_FOUND, ABSENT, FAILED*,
-    CANCELLED or BLOCKED; 2 VERIFICATION_UNAVAILABLE; 3 PARTIAL or DEGRADED;
-    4 NOT_SUBMITTED or PLAN_ONLY.
+    CANCELLED or BLOCKED; 2 VERIFICATION_UNAVAILABLE, or a usage error (neither
+    or both of RUN_ID and --all); 3 PARTIAL or DEGRADED; 4 NOT_SUBMITTED or
+    PLAN_ONLY. With --all: the worst of the runs' codes, 1 before 2, 3, 4, 0.
     """
     import os
     import time
 
+    from npa_infra.errors import UsageError
     from npa_infra.workflow import runstatus
 
+    if (run_id is None) == (not all_runs) or (stack is not None and not all_runs):
+        output.fail(
+            UsageError("give exactly one of RUN_ID or --all (--stack needs --all)"),
+            as_json=as_json,
+        )
     while True:
         with _guard(as_json, {"run_id": run_id}):
-            report = runstatus.run_status(run_id, env=os.environ, cached=cached)
+            if all_runs:
+                report: Any = runstatus.all_status(env=os.environ, stack=stack, cached=cached)
+                runs = report.runs
+            else:
+                report = runstatus.run_status(str(run_id), env=os.environ, cached=cached)
+                runs = [report]
         if as_json:
             output.emit_json(report.to_json())
+        elif all_runs:
+            _print_all(runs)
         else:
             _print_status(report)
-        if not watch or report.status not in _IN_PROGRESS:
+        if not watch or not any(r.status in _IN_PROGRESS for r in runs):
             break
         time.sleep(interval)
     if report.exit_code:
@@ -539,6 +561,28 @@ def _print_status(report: Any) -> None:
         output.out(f"detail: {report.detail}")
     if report.remedy:
         output.out(f"next: {report.remedy}")
+
+
+def _print_all(runs: list[Any]) -> None:
+    output.out("RUN  WAVE  ATTEMPT  JOB  SKY_STATUS  BLOCKER")
+    for report in runs:
+        rows = report.waves or [{"wave": None, "attempt": None, "job_id": None, "blockers": []}]
+        for wave in rows:
+            found = wave["blockers"][0] if wave["blockers"] else {}
+            blocker = "/".join(
+                str(found.get(k)) for k in ("code", "class", "reason") if found.get(k)
+            )
+            output.out(
+                f"{report.run_id}  {_dash(wave['wave'])}  {_dash(wave['attempt'])}  "
+                f"{_dash(wave['job_id'])}  {wave.get('sky_status') or report.status}  "
+                f"{blocker or '-'}"
+            )
+    if not runs:
+        output.out("no run in progress")
+
+
+def _dash(value: object) -> str:
+    return "-" if value is None else str(value)
 
 
 @app.command("cancel")

@@ -1,6 +1,6 @@
 """The interfaces the logic layers use to talk to a Kubernetes cluster.
 
-``KubeCluster`` reads (readiness, nodes, a job's pods); ``PodProber`` is the
+``KubeCluster`` reads (readiness, nodes, a job's pods, every SkyPilot pod); ``PodProber`` is the
 narrow write surface of the image pull probe (kubernetes.md §9): one owned
 pod at a time, created, watched and deleted only with its UID.
 """
@@ -32,6 +32,16 @@ class KubeCluster(Protocol):
         self, job_id: int, *, cluster_name: str | None = None, namespace: str | None = None
     ) -> list[PodObservation]:
         """Managed job ``job_id``'s pods (kubernetes.md §6.1), sorted by namespace and name."""
+        ...
+
+    def cluster_pods(
+        self,
+        *,
+        namespace: str | None = None,
+        select: Callable[[str], bool] | None = None,
+    ) -> list[PodObservation]:
+        """Every non-controller pod with SkyPilot's cluster label whose value ``select``
+        keeps, in one list call, sorted by namespace and name (kubernetes.md §6.1)."""
         ...
 
 

@@ -217,6 +217,38 @@ class KubeApi:
             found.append(observed)
         return sorted(found, key=lambda p: (p.namespace, p.name))
 
+    def cluster_pods(
+        self,
+        *,
+        namespace: str | None = None,
+        select: Callable[[str], bool] | None = None,
+    ) -> list[PodObservation]:
+        """Every pod carrying SkyPilot's cluster label, in ONE list call (kubernetes.md §6.1).
+
+        For ``workflow status --all``: the caller groups the pods per exact job id
+        (``pending.job_label_matches`` or the queue's ``cluster_name_on_cloud``).
+        ``select`` sees the label's value and drops unrelated pods before their
+        Warning events are read. Controller pods are never returned.
+
+        Raises:
+            KubeError: any failure, by kind.
+        """
+        from kubernetes.client import CoreV1Api
+
+        core = CoreV1Api(self._client())
+        label = pending.CLUSTER_LABEL
+        found: list[PodObservation] = []
+        for pod in self._list_pods(core, label, namespace):
+            observed = pod_observation(pod)
+            if pending.is_controller_pod(observed.name, observed.labels):
+                continue
+            if select is not None and not select(observed.label(label) or ""):
+                continue
+            if observed.phase not in ("Running", "Succeeded"):
+                observed = replace(observed, events=self._warning_events(core, observed))
+            found.append(observed)
+        return sorted(found, key=lambda p: (p.namespace, p.name))
+
     # -- internals -------------------------------------------------------------
     def _list_pods(self, core: CoreV1Api, selector: str, namespace: str | None) -> list[V1Pod]:
         where = f"namespace {namespace}" if namespace else "all namespaces"

@@ -1,16 +1,20 @@
-"""``workflow status RUN_ID``: the journal's view of a run, verified against SkyPilot.
+"""``workflow status RUN_ID|--all``: the journal's view of runs, verified against SkyPilot.
 
 The journal says what was launched (waves, attempts, provider job ids, the
-transaction history). Unless ``cached``, one ``sky jobs queue --all -v`` read
-verifies each job by exact id *and* name; for a PENDING/STARTING job the pods
-carrying SkyPilot's cluster label for that exact job id are inspected and
-the pending reason reported (kubernetes.md §6). Exit codes: cli.md §1.5.
+transaction history, budgets spent, the last blocker seen). Unless ``cached``,
+one ``sky jobs queue --all -v`` read verifies every job by exact id *and*
+name; for the PENDING/STARTING jobs, ONE list of the pods carrying SkyPilot's
+cluster label is grouped per exact job id and one node list read, and the
+pending reason reported (kubernetes.md §6). One run and all runs share that
+verification (``_verify``): ``--all`` costs one queue read, one pod list and
+one node list per (stack, context), never a read per job. Exit codes: cli.md
+§1.5; for ``--all`` the worst of the runs' codes (``worst_exit_code``).
 """
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,11 +23,22 @@ from npa_infra.skypilot.models import JobStatus, QueueResult, QueueVerdict
 from npa_infra.workflow import watch
 
 if TYPE_CHECKING:
+    from npa_infra.journal.records import EventRow, RunRow
     from npa_infra.journal.store import Journal
     from npa_infra.kube.base import KubeCluster
+    from npa_infra.kube.models import PodObservation
+    from npa_infra.skypilot.models import QueueRecord
     from npa_infra.workflow.live import LiveServices
 
-__all__ = ["STATUS_EXIT_CODES", "StatusReport", "run_status"]
+__all__ = [
+    "STATUS_EXIT_CODES",
+    "TERMINAL_RUN_STATUSES",
+    "AllStatusReport",
+    "StatusReport",
+    "all_status",
+    "run_status",
+    "worst_exit_code",
+]
 
 STATUS_EXIT_CODES: dict[str, int] = {
     "NOT_FOUND": 1,
@@ -36,6 +51,25 @@ STATUS_EXIT_CODES: dict[str, int] = {
     "NOT_SUBMITTED": 4,
     "PLAN_ONLY": 4,
 }
+
+
+# a journal run status after which no job of the run can still be live
+TERMINAL_RUN_STATUSES = frozenset({"SUCCEEDED", "FAILED", "ROLLED_BACK", "CANCELLED", "PLANNED"})
+# --all: the worst code wins, in this order (a failure or blocker first, then an
+# unverifiable answer, then a partial one, then never submitted; 0 only if all are 0)
+_EXIT_SEVERITY = (1, 2, 3, 4, 0)
+_PENDING = (JobStatus.PENDING, JobStatus.STARTING)
+_BLOCKER_EVENTS = ("blocker", "permanent_blocker")
+_SPEND_EVENTS = {
+    "payload_retry": "retries_used",
+    "infrastructure_recovery": "infrastructure_recoveries_used",
+}
+
+
+def worst_exit_code(codes: Iterable[int]) -> int:
+    """The worst of the runs' exit codes by ``_EXIT_SEVERITY``; 0 for no run."""
+    present = set(codes)
+    return next((code for code in _EXIT_SEVERITY if code in present), 0)
 
 
 def exit_code_for(status: str) -> int:
@@ -94,6 +128,21 @@ def _journal_status(run_status: str) -> str | None:
     }.get(run_status)
 
 
+@dataclass(slots=True)
+class AllStatusReport:
+    """``status --all``: every run of the journal (of one stack) that is not terminal."""
+
+    runs: list[StatusReport] = field(default_factory=list)
+    queue_state: str = "not_read"
+
+    @property
+    def exit_code(self) -> int:
+        return worst_exit_code(r.exit_code for r in self.runs)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"runs": [r.to_json() for r in self.runs], "queue_state": self.queue_state}
+
+
 def run_status(
     run_id: str,
     *,
@@ -109,36 +158,82 @@ def run_status(
         return StatusReport(run_id, None, "NOT_FOUND", None, None, detail="no journal yet")
     journal = Journal.open(home)
     try:
-        return _status(journal, run_id, env, cached, services)
+        run = journal.get_run(run_id)
+        if run is None:
+            return StatusReport(run_id, None, "NOT_FOUND", None, None, detail="unknown run id")
+        report = _from_journal(journal, run)
+        if not _settled(report, run, cached):
+            _verify_group([report], env, services, run)
+        return report
     finally:
         journal.close()
 
 
-def _status(
-    journal: Journal,
-    run_id: str,
+def all_status(
+    *,
     env: Mapping[str, str],
-    cached: bool,
-    services: LiveServices | None,
-) -> StatusReport:
-    run = journal.get_run(run_id)
-    if run is None:
-        return StatusReport(run_id, None, "NOT_FOUND", None, None, detail="unknown run id")
+    stack: str | None = None,
+    cached: bool = False,
+    services: LiveServices | None = None,
+) -> AllStatusReport:
+    """Every non-terminal run (of ``stack``), verified with one read of each kind per context."""
+    from npa_infra.journal.store import Journal
+
+    home = npa_config.npa_home(env)
+    if not (home / "journal.sqlite3").exists():
+        return AllStatusReport()
+    journal = Journal.open(home)
+    try:
+        result = AllStatusReport()
+        groups: dict[tuple[str, str], tuple[RunRow, list[StatusReport]]] = {}
+        for run in journal.runs(stack=stack):
+            if run.status in TERMINAL_RUN_STATUSES:
+                continue
+            report = _from_journal(journal, run)
+            result.runs.append(report)
+            if not _settled(report, run, cached):
+                key = (run.stack or "", _context(run))
+                groups.setdefault(key, (run, []))[1].append(report)
+        for first, members in groups.values():
+            _verify_group(members, env, services, first)
+        result.queue_state = _overall_queue_state([r.queue_state for r in result.runs])
+        return result
+    finally:
+        journal.close()
+
+
+def _overall_queue_state(states: list[str]) -> str:
+    read = [s for s in states if s != "not_read"]
+    if not read:
+        return "not_read"
+    return "verified" if all(s == "verified" for s in read) else "unreadable_or_unverified"
+
+
+def _context(run: RunRow) -> str:
+    return str((run.data or {}).get("context") or "")
+
+
+def _from_journal(journal: Journal, run: RunRow) -> StatusReport:
+    """The run as the journal knows it: waves, attempts, budgets used and left, last blockers."""
     report = StatusReport(
-        run_id,
+        run.run_id,
         run.workflow,
         run.status,
         run.lifecycle_state,
         run.mode,
-        transactions=[t.record for t in journal.transactions(run_id)],
+        transactions=[t.record for t in journal.transactions(run.run_id)],
         updated_at=run.updated_at,
         remedy=shlex.join(run.resume_argv) if run.status == "RECOVERY_REQUIRED" else "",
     )
-    budgets = {f"{w.wave_index:02d}": dict(w.budgets) for w in journal.waves(run_id) if w.budgets}
+    events = journal.events(run.run_id)
+    budgets = {
+        f"{w.wave_index:02d}": _budget(w.wave_index, dict(w.budgets), events)
+        for w in journal.waves(run.run_id)
+        if w.budgets
+    }
     report.budgets = budgets or None
-    latest: dict[int, Any] = {}
-    for attempt in journal.attempts(run_id):
-        latest[attempt.wave_index] = attempt
+    for attempt in journal.attempts(run.run_id):
+        stored = (attempt.data or {}).get("blocker")
         report.waves.append(
             {
                 "key": f"{attempt.wave_index:03d}",
@@ -149,62 +244,169 @@ def _status(
                 "status": attempt.status,
                 "sky_status": attempt.sky_status,
                 "blockers": [],
-                "last_blocker": (attempt.data or {}).get("blocker"),
+                "last_blocker": _last_blocker(attempt.wave_index, attempt.job_id, stored, events),
                 "outputs": (attempt.data or {}).get("outputs"),
             }
         )
+    return report
+
+
+def _budget(wave: int, left: dict[str, Any], events: list[EventRow]) -> dict[str, Any]:
+    """The persisted ``*_left`` plus ``*_used``: one journaled spend event per relaunch."""
+    used = dict.fromkeys(_SPEND_EVENTS.values(), 0)
+    for event in events:
+        which = _SPEND_EVENTS.get(event.kind)
+        if which is not None and event.data.get("wave") == wave:
+            used[which] += 1
+    return {**left, **used}
+
+
+def _last_blocker(
+    wave: int, job_id: int | None, stored: Any, events: list[EventRow]
+) -> dict[str, Any] | None:
+    """The latest journaled classification of this attempt's job, with its evidence and time."""
+    found: tuple[dict[str, Any], float | None] | None = None
+    for event in events:
+        if event.kind not in _BLOCKER_EVENTS or event.data.get("wave") != wave:
+            continue
+        if job_id is not None and event.data.get("job_id") not in (None, job_id):
+            continue
+        body = event.data.get("blocker") if event.kind == "permanent_blocker" else event.data
+        if isinstance(body, dict) and body.get("code"):
+            found = (body, event.at)
+    if found is None and isinstance(stored, dict) and stored.get("code"):
+        found = (stored, None)
+    if found is None:
+        return None
+    body, at = found
+    keys = ("code", "class", "reason", "message", "evidence", "pod", "job_id")
+    return {**{k: body.get(k) for k in keys}, "at": at}
+
+
+def _settled(report: StatusReport, run: RunRow, cached: bool) -> bool:
+    """True when the answer needs no SkyPilot read (journal decides, cached, nothing launched)."""
     decided = _journal_status(run.status)
-    if decided is not None or cached or not any(w["job_id"] for w in report.waves):
-        report.status = decided or ("NOT_SUBMITTED" if not report.sky_job_ids else run.status)
-        report.queue_state = "not_read"
-        return report
-    context = str((run.data or {}).get("context") or "")
+    if decided is None and not cached and any(w["job_id"] for w in report.waves):
+        return False
+    report.status = decided or ("NOT_SUBMITTED" if not report.sky_job_ids else run.status)
+    report.queue_state = "not_read"
+    return True
+
+
+def _verify_group(
+    reports: list[StatusReport],
+    env: Mapping[str, str],
+    services: LiveServices | None,
+    run: RunRow,
+) -> None:
+    """One queue read for every report of one (stack, context), then ``_verify``."""
     from npa_infra.workflow import live
 
     sky, cluster, _, _ = live.open_adapters(
-        env, services, context=context, stack_name=run.stack or None
+        env, services, context=_context(run), stack_name=run.stack or None
     )
-    queue = sky.queue(verbose=True)
-    return _verify(report, queue, cluster)
+    _verify(reports, sky.queue(verbose=True), cluster)
 
 
-def _verify(report: StatusReport, queue: QueueResult, cluster: KubeCluster) -> StatusReport:
+def _verify(reports: list[StatusReport], queue: QueueResult, cluster: KubeCluster | None) -> None:
+    """Each job by exact id and name against one queue read; pending jobs' pods read once."""
     if queue.verdict is QueueVerdict.UNAVAILABLE:
-        report.status, report.queue_state = "VERIFICATION_UNAVAILABLE", "unreadable_or_unverified"
-        report.detail = queue.detail
-        return report
-    report.queue_state = "verified"
-    statuses: list[str] = []
-    for wave in report.waves:
-        job_id = wave["job_id"]
-        if job_id is None:
-            continue
-        rows = [r for r in queue.records if r.job_id == job_id]
-        if rows and any(r.job_name != wave["job_name"] for r in rows):
-            wave["sky_status"] = "VERIFICATION_UNAVAILABLE"
-            wave["blockers"] = [{"code": "ID_BELONGS_TO_OTHER_JOB", "class": "unknown"}]
-        elif not rows:
-            # verified empty: no controller, so no job; a good queue without the id: the
-            # controller lost it (runtime-reference.md §1, job_missing_from_queue)
-            empty = queue.verdict is QueueVerdict.VERIFIED_EMPTY
-            wave["sky_status"] = "ABSENT" if empty else JobStatus.FAILED_CONTROLLER.value
-            if not empty:
-                wave["blockers"] = [
-                    {
-                        "code": "JOB_MISSING_FROM_QUEUE",
-                        "class": "unknown",
-                        "evidence": "job_missing_from_queue",
-                    }
-                ]
-        else:
-            status = queue.status_of(job_id)
-            wave["sky_status"] = status.value if status else "ABSENT"
-            if status in (JobStatus.PENDING, JobStatus.STARTING):
-                found = watch.diagnose_job(cluster, job_id, rows)
-                wave["blockers"] = [found] if found is not None else []
-        statuses.append(wave["sky_status"])
-    report.status = _aggregate(statuses, report.mode)
-    return report
+        for report in reports:
+            report.status, report.queue_state = (
+                "VERIFICATION_UNAVAILABLE",
+                "unreadable_or_unverified",
+            )
+            report.detail = queue.detail
+        return
+    waiting: list[tuple[dict[str, Any], list[QueueRecord]]] = []
+    for report in reports:
+        report.queue_state = "verified"
+        statuses: list[str] = []
+        for wave in report.waves:
+            if wave["job_id"] is None:
+                continue
+            rows = [r for r in queue.records if r.job_id == wave["job_id"]]
+            if _verify_wave(wave, rows, queue):
+                waiting.append((wave, rows))
+            statuses.append(wave["sky_status"])
+        report.status = _aggregate(statuses, report.mode)
+    if waiting:
+        _diagnose(waiting, cluster)
+
+
+def _verify_wave(wave: dict[str, Any], rows: list[QueueRecord], queue: QueueResult) -> bool:
+    """Set the wave's verified status; True when the job is PENDING/STARTING."""
+    if rows and any(r.job_name != wave["job_name"] for r in rows):
+        wave["sky_status"] = "VERIFICATION_UNAVAILABLE"
+        wave["blockers"] = [{"code": "ID_BELONGS_TO_OTHER_JOB", "class": "unknown"}]
+        return False
+    if not rows:
+        # verified empty: no controller, so no job; a good queue without the id: the
+        # controller lost it (runtime-reference.md §1, job_missing_from_queue)
+        empty = queue.verdict is QueueVerdict.VERIFIED_EMPTY
+        wave["sky_status"] = "ABSENT" if empty else JobStatus.FAILED_CONTROLLER.value
+        if not empty:
+            wave["blockers"] = [
+                {
+                    "code": "JOB_MISSING_FROM_QUEUE",
+                    "class": "unknown",
+                    "evidence": "job_missing_from_queue",
+                }
+            ]
+        return False
+    status = queue.status_of(wave["job_id"])
+    wave["sky_status"] = status.value if status else "ABSENT"
+    return status in _PENDING
+
+
+def _diagnose(
+    waiting: list[tuple[dict[str, Any], list[QueueRecord]]], cluster: KubeCluster | None
+) -> None:
+    """ONE pod list and at most one node list for every waiting job (kubernetes.md §6.1)."""
+    from npa_infra.errors import KubeError
+    from npa_infra.kube import failures, pending
+
+    if cluster is None:
+        return
+    names = {
+        wave["job_id"]: next(
+            (r.cluster_name_on_cloud for r in rows if r.cluster_name_on_cloud), None
+        )
+        for wave, rows in waiting
+    }
+
+    def owner(value: str) -> int | None:
+        return next((j for j, n in names.items() if _belongs(value, j, n)), None)
+
+    try:
+        pods = cluster.cluster_pods(select=lambda value: owner(value) is not None)
+        grouped: dict[int, list[PodObservation]] = {job_id: [] for job_id in names}
+        for pod in pods:
+            job_id = owner(pod.label(pending.CLUSTER_LABEL) or "")
+            if job_id is not None:
+                grouped[job_id].append(pod)
+        nodes = cluster.nodes() if any(grouped.values()) else []
+    except KubeError as exc:
+        for wave, _ in waiting:
+            failure = pending.diagnostic_failure(
+                failures.kind_of(exc), exc.message, job_id=wave["job_id"]
+            )
+            wave["blockers"] = [failure.to_json()]
+        return
+    for wave, rows in waiting:
+        found = watch.diagnose_job(
+            cluster, wave["job_id"], rows, pods=grouped[wave["job_id"]], nodes=nodes
+        )
+        wave["blockers"] = [found] if found is not None else []
+
+
+def _belongs(value: str, job_id: int, cluster_name: str | None) -> bool:
+    """The exact job's pod: the queue's cluster name, else a whole ``-`` component (§6.1)."""
+    from npa_infra.kube import pending
+
+    if cluster_name:
+        return value == cluster_name
+    return pending.job_label_matches(value, job_id)
 
 
 def _aggregate(statuses: list[str], mode: str | None) -> str:

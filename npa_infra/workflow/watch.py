@@ -12,7 +12,7 @@ one-off ``stale_progress`` warning when nothing observable changes for
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,12 +20,14 @@ from npa_infra.runs import liveness, supervision
 from npa_infra.skypilot.models import QueueRecord, QueueVerdict
 
 if TYPE_CHECKING:
+    from npa_infra.gpus.catalog import GpuCatalog
     from npa_infra.journal.store import Journal
     from npa_infra.kube.base import KubeCluster
+    from npa_infra.kube.models import NodeInfo, PodObservation
     from npa_infra.skypilot.base import SkyPilot
     from npa_infra.workflow.launcher import Clock
 
-__all__ = ["WatchResult", "diagnose_job", "watch_job"]
+__all__ = ["WatchResult", "capacity_catalog", "diagnose_job", "watch_job"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,10 +178,20 @@ def _says(
 
 
 def diagnose_job(
-    cluster: KubeCluster | None, job_id: int, rows: list[Any]
+    cluster: KubeCluster | None,
+    job_id: int,
+    rows: list[Any],
+    *,
+    pods: Sequence[PodObservation] | None = None,
+    nodes: Sequence[NodeInfo] | None = None,
 ) -> dict[str, Any] | None:
     """The pending reason of the job's pods (kubernetes.md §6); a failed read is a
-    diagnostic record, never hidden and never acted on. None when there are no pods."""
+    diagnostic record, never hidden and never acted on. None when there are no pods.
+
+    ``pods``/``nodes``, when given, were already read for many jobs at once
+    (``workflow status --all``: one pod list and one node list per tick), and
+    replace this job's own ``job_pods``/``nodes`` reads.
+    """
     if cluster is None:
         return None
     from npa_infra.errors import KubeError
@@ -187,15 +199,35 @@ def diagnose_job(
 
     name = next((r.cluster_name_on_cloud for r in rows if r.cluster_name_on_cloud), None)
     try:
-        pods = cluster.job_pods(job_id, cluster_name=name)
-        if not pods:
+        found = list(pods) if pods is not None else cluster.job_pods(job_id, cluster_name=name)
+        if not found:
             return None
-        not_ready = pending.not_ready_nodes(cluster.nodes())
+        seen = list(nodes) if nodes is not None else cluster.nodes()
     except KubeError as exc:
         return pending.diagnostic_failure(
             failures.kind_of(exc), exc.message, job_id=job_id
         ).to_json()
-    return pending.diagnose(pods, job_id=job_id, nodes_not_ready=not_ready).to_json()
+    return pending.diagnose(
+        found,
+        job_id=job_id,
+        nodes_not_ready=pending.not_ready_nodes(seen),
+        catalog=capacity_catalog(cluster.context, seen),
+    ).to_json()
+
+
+def capacity_catalog(context: str, nodes: Sequence[NodeInfo]) -> GpuCatalog:
+    """The GPU shapes the context could *ever* offer, for GPU_SHAPE_IMPOSSIBLE (§6.3 row 7).
+
+    Unlike the launch-time catalog (``gpus``: eligible nodes only), a node that is
+    NotReady, cordoned or tainted still counts: that is a transient state, and a
+    pod waiting for it is blocked by capacity or readiness, never by an impossible
+    shape. Only a request larger than every labelled node's allocatable GPUs, or
+    for a product no node carries, is proven impossible.
+    """
+    from npa_infra.gpus import catalog
+
+    whole = [n._replace(ready=True, unschedulable=False, taints=()) for n in nodes]
+    return catalog.build(context, whole)
 
 
 def _record(

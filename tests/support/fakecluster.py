@@ -1,7 +1,7 @@
 """An in-memory ``KubeCluster`` and a fake clock for unit tests (no server, no sleeping).
 
 ``FakeCluster`` answers ``nodes``, ``namespace_exists``,
-``service_account_exists`` and ``job_pods`` (from ``pod_list``, with the real
+``service_account_exists``, ``job_pods`` and ``cluster_pods`` (from ``pod_list``, with the real
 adapter's selection rule of kubernetes.md §6.1) from plain collections, scripts ``/readyz``
 answers (the last one repeats), can raise a ``KubeError`` from any call, and
 records every call. ``FakeClock`` is a monotonic clock whose ``sleep`` moves
@@ -10,7 +10,7 @@ time instead of waiting, for ``readiness.wait_ready``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from npa_infra.errors import KubeError
@@ -93,6 +93,27 @@ class FakeCluster:
         self, job_id: int, *, cluster_name: str | None = None, namespace: str | None = None
     ) -> list[PodObservation]:
         self._call("job_pods")
+
+        def ours(value: str) -> bool:
+            if cluster_name is not None:
+                return value == cluster_name
+            return pending.job_label_matches(value, job_id)
+
+        return self._labelled(namespace, ours)
+
+    def cluster_pods(
+        self,
+        *,
+        namespace: str | None = None,
+        select: Callable[[str], bool] | None = None,
+    ) -> list[PodObservation]:
+        self._call("cluster_pods")
+        return self._labelled(namespace, select)
+
+    def _labelled(
+        self, namespace: str | None, select: Callable[[str], bool] | None
+    ) -> list[PodObservation]:
+        """Non-controller pods carrying SkyPilot's cluster label whose value ``select`` keeps."""
         found = []
         for pod in self.pod_list:
             value = pod.label(pending.CLUSTER_LABEL)
@@ -100,9 +121,7 @@ class FakeCluster:
                 continue
             if pending.is_controller_pod(pod.name, pod.labels):
                 continue
-            if cluster_name is not None and value != cluster_name:
-                continue
-            if cluster_name is None and not pending.job_label_matches(value, job_id):
+            if select is not None and not select(value):
                 continue
             found.append(pod)
         return sorted(found, key=lambda p: (p.namespace, p.name))

@@ -154,7 +154,12 @@ def test_loader_with_unreadable_checkpoint_blocks_the_relaunch_and_spends_nothin
         True,
     )
     assert world.status("ck-5", cached=True).budgets == {
-        "00": {"retries_left": 1, "infrastructure_recoveries_left": 1}
+        "00": {
+            "retries_left": 1,
+            "infrastructure_recoveries_left": 1,
+            "retries_used": 0,
+            "infrastructure_recoveries_used": 0,
+        }
     }
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.integration.runs.test_runtime import BUCKET, FINISHES, _decision_key, _submit
 from tests.integration.runs.world import World, make_world
 from tests.support.fakekube import FakeKube
@@ -63,7 +65,14 @@ def test_permanent_image_auth_blocker_cancels_exactly_that_job_and_spends_no_bud
     assert _cancels(world) == [["jobs", "cancel", "--yes", str(result.job_ids[0])]]
     assert len(world.sim_jobs()) == 1  # no relaunch
     budgets = world.status("perm-1").budgets
-    assert budgets == {"00": {"retries_left": 2, "infrastructure_recoveries_left": 1}}
+    assert budgets == {
+        "00": {
+            "retries_left": 2,
+            "infrastructure_recoveries_left": 1,
+            "retries_used": 0,
+            "infrastructure_recoveries_used": 0,
+        }
+    }
 
 
 def test_transient_capacity_blocker_past_grace_relaunches_once_after_verified_cancel(
@@ -85,6 +94,8 @@ def test_transient_capacity_blocker_past_grace_relaunches_once_after_verified_ca
     assert budgets is not None and budgets["00"] == {
         "retries_left": 0,
         "infrastructure_recoveries_left": 0,
+        "retries_used": 0,
+        "infrastructure_recoveries_used": 1,
     }
 
 
@@ -123,7 +134,12 @@ def test_failed_no_resource_relaunches_with_the_infrastructure_budget_not_retrie
     assert result.exit_code == 0, result.to_json()
     budgets = world.status("nores-1").budgets
     assert budgets is not None
-    assert budgets["00"] == {"retries_left": 1, "infrastructure_recoveries_left": 0}
+    assert budgets["00"] == {
+        "retries_left": 1,
+        "infrastructure_recoveries_left": 0,
+        "retries_used": 0,
+        "infrastructure_recoveries_used": 1,
+    }
 
 
 def test_infrastructure_failure_with_declared_output_present_is_not_relaunched(
@@ -174,3 +190,85 @@ def test_resume_of_an_adopted_job_proven_failed_retries_only_with_budget(
     again = _submit(world, s3_server, None, resume_run="adopt-2")
     assert again.exit_code == 1
     assert len(world.sim_jobs()) == 1  # nothing launched again without --retries
+
+
+def _blocked(nth: int, pod: dict[str, Any]) -> list[dict[str, Any]]:
+    """Launch ``nth`` stays PENDING with ``pod``'s blocker."""
+    pending = {**PENDING, "nth": nth}
+    return [pending, {**pod, "nth": nth}]
+
+
+NOT_FOUND = (
+    'rpc error: code = NotFound desc = failed to pull and unpack image "ghcr.io/acme/t:v1": '
+    'failed to resolve reference "ghcr.io/acme/t:v1": ghcr.io/acme/t:v1: not found'
+)
+PERMANENT = [
+    ("IMAGE_NOT_FOUND", {"reason": "ErrImagePull", "message": NOT_FOUND}),
+    ("IMAGE_REFERENCE_INVALID", {"reason": "InvalidImageName", "message": "bad ref"}),
+    (
+        "CONFIG_REFERENCE_MISSING",
+        {"reason": "CreateContainerConfigError", "message": 'secret "hf-token" not found'},
+    ),
+    ("POD_CONFIG_INVALID", {"reason": "CreateContainerError", "message": "invalid mount"}),
+]
+TRANSIENT = [
+    ("CAPACITY_OR_QUOTA", "0/3 nodes are available: 3 Insufficient cpu."),
+    (
+        "NODE_NOT_READY",
+        "0/1 nodes are available: 1 node(s) had untolerated taint "
+        "{node.kubernetes.io/not-ready: }. preemption: 0/1 nodes are available: "
+        "1 Preemption is not helpful for scheduling.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("code", "waiting"), PERMANENT, ids=[c for c, _ in PERMANENT])
+def test_each_permanent_reason_cancels_exactly_that_job_and_never_relaunches(
+    tmp_path: Path, fake_kube: FakeKube, s3_server: MotoS3, code: str, waiting: dict[str, str]
+) -> None:
+    world = make_world(tmp_path / "w", fake_kube, pods=True)
+    world.faults(*_blocked(1, _pod(waiting=waiting)), FINISHES)
+    result = _submit(world, s3_server, f"perm-{code.lower()[:8]}", retries=1)
+    assert result.exit_code == 1, result.to_json()
+    assert result.error is not None and code in result.error.message
+    assert _cancels(world) == [["jobs", "cancel", "--yes", str(result.job_ids[0])]]
+    assert len(world.sim_jobs()) == 1
+    budgets = world.status(result.run_id).budgets
+    assert budgets == {
+        "00": {
+            "retries_left": 1,
+            "infrastructure_recoveries_left": 1,
+            "retries_used": 0,
+            "infrastructure_recoveries_used": 0,
+        }
+    }
+
+
+@pytest.mark.parametrize(("code", "message"), TRANSIENT, ids=[c for c, _ in TRANSIENT])
+def test_each_transient_reason_one_verified_relaunch_then_exhaustion(
+    tmp_path: Path, fake_kube: FakeKube, s3_server: MotoS3, code: str, message: str
+) -> None:
+    world = make_world(tmp_path / "w", fake_kube, pods=True)
+    blocker = _pod(unschedulable=message)
+    world.faults(*_blocked(1, blocker), *_blocked(2, blocker), FINISHES)
+    run_id = f"tr-{code.lower()[:8]}"
+    result = _submit(world, s3_server, run_id, retries=2, infrastructure_grace_seconds=30.0)
+    assert result.exit_code == 1, result.to_json()
+    assert result.error is not None and "budget is exhausted" in result.error.message
+    jobs = sorted(world.sim_jobs(), key=lambda j: j["job_id"])
+    assert [j["name"] for j in jobs] == [f"{run_id}-00-prepare", f"{run_id}-00-prepare-a2"]
+    # each blocked job was cancelled by its exact id, the first before the relaunch
+    assert _cancels(world) == [["jobs", "cancel", "--yes", str(j["job_id"])] for j in jobs]
+    calls = world.sim_calls()
+    launches = [i for i, c in enumerate(calls) if c[:2] == ["jobs", "launch"]]
+    first_cancel = next(i for i, c in enumerate(calls) if c[:2] == ["jobs", "cancel"])
+    assert first_cancel < launches[1]  # the relaunch only after the old id's cancel
+    budgets = world.status(run_id).budgets
+    assert budgets == {
+        "00": {
+            "retries_left": 2,
+            "infrastructure_recoveries_left": 0,
+            "retries_used": 0,
+            "infrastructure_recoveries_used": 1,
+        }
+    }
