@@ -352,13 +352,44 @@ def _budgets(request: LiveRequest, journal: Journal, index: int, now: float) -> 
     """The wave's persisted budgets; created from the flags the first time (never borrowed)."""
     for wave in journal.waves(request.run_id):
         if wave.wave_index == index and "retries_left" in wave.budgets:
-            return {k: int(v) for k, v in wave.budgets.items() if isinstance(v, int)}
+            stored = {k: int(v) for k, v in wave.budgets.items() if isinstance(v, int)}
+            return _extended(request, journal, index, stored, now) if request.resume else stored
     budgets = {
         "retries_left": int(request.extra.get("retries") or 0),
         "infrastructure_recoveries_left": int(
             request.extra.get("max_infrastructure_recoveries", 1)
         ),
     }
+    journal.update_wave(request.run_id, index, budgets=budgets, now=now)
+    return budgets
+
+
+def _extended(
+    request: LiveRequest, journal: Journal, index: int, budgets: dict[str, int], now: float
+) -> dict[str, int]:
+    """On ``--resume-run``, ``--retries N`` may raise (never lower) the payload budget.
+
+    Issue 9: an adopted job proven terminal on resume retries through the same
+    durable path when the operator asks for retries now. The wave may use N
+    retries in all, so what is left is N minus the retries already spent, and
+    never less than what the journal holds. The infrastructure budget is not
+    extended: its exhaustion is persisted and terminal.
+    """
+    used = sum(
+        1
+        for event in journal.events(request.run_id)
+        if event.kind == "payload_retry" and event.data.get("wave") == index
+    )
+    wanted = int(request.extra.get("retries") or 0) - used
+    if wanted <= budgets["retries_left"]:
+        return budgets
+    journal.append_event(
+        request.run_id,
+        "budget_extended",
+        {"wave": index, "retries_left": wanted, "was": budgets["retries_left"], "used": used},
+        now=now,
+    )
+    budgets = {**budgets, "retries_left": wanted}
     journal.update_wave(request.run_id, index, budgets=budgets, now=now)
     return budgets
 

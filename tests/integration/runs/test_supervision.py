@@ -272,3 +272,31 @@ def test_each_transient_reason_one_verified_relaunch_then_exhaustion(
             "infrastructure_recoveries_used": 1,
         }
     }
+
+
+@pytest.mark.parametrize("retries", [0, 1], ids=["no-retries", "one-retry"])
+def test_resume_adopts_an_in_flight_job_proven_failed_and_retries_only_with_budget(
+    world: World, s3_server: MotoS3, retries: int
+) -> None:
+    _seed(s3_server, f"inflight-{retries}")
+    world.faults(
+        {
+            "command": "jobs.launch",
+            "nth": 1,
+            "action": "timeline",
+            "statuses": ["PENDING", *["RUNNING"] * 6, "FAILED"],
+        },
+        FINISHES,
+    )
+    run_id = f"inflight-{retries}"
+    first = _submit(world, s3_server, run_id, max_wait_seconds=10.0)
+    assert first.exit_code == 2, first.to_json()  # timed out, left running: in flight
+    assert _cancels(world) == []
+    again = _submit(world, s3_server, None, resume_run=run_id, retries=retries)
+    names = [j["name"] for j in sorted(world.sim_jobs(), key=lambda j: j["job_id"])]
+    if retries:
+        assert again.exit_code == 0, again.to_json()
+        assert names[:2] == [f"{run_id}-00-prepare", f"{run_id}-00-prepare-a2"]
+    else:
+        assert again.exit_code == 1, again.to_json()
+        assert names == [f"{run_id}-00-prepare"]  # the terminal outcome stays
