@@ -10,6 +10,10 @@ import os
 
 from hypothesis import settings
 
+# The real test registry's fixtures (registry.md §5), for every test that asks for one;
+# each registry process starts only when a test first requests it.
+pytest_plugins = ["tests.support.registry.plugin"]
+
 settings.register_profile("dev", max_examples=25, deadline=None)
 settings.register_profile("ci", max_examples=200, deadline=None, derandomize=True, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))

@@ -7,8 +7,8 @@ test PKI and a fault proxy run in the test process. Install the tools with
 openssl``); ``$NPA_TEST_DOCKER_REGISTRY`` overrides the binary. Without them
 the fixtures fail with that command; they never skip.
 
-Fixtures (``plugin.py``; import them into a conftest, as
-``tests/integration/registry/conftest.py`` does):
+Fixtures (``plugin.py``, registered for the whole suite by ``pytest_plugins`` in
+``tests/conftest.py``):
 
 - ``registry_plain``: mode A, ``http://``, no auth;
 - ``registry_token``: mode B, ``https://`` (test CA), token auth; issuer on

@@ -1,9 +1,7 @@
 """Pytest fixtures for the real test registry (registry.md §5).
 
-Import them into a conftest (``pytest_plugins`` is only allowed in the root
-conftest), as ``tests/integration/registry/conftest.py`` does::
-
-    from tests.support.registry.plugin import *  # noqa: F403  (or name them)
+The root ``tests/conftest.py`` registers this module with ``pytest_plugins``,
+so every test can request these fixtures by name.
 
 Each registry process is session-scoped and started on first use; the public
 fixtures are function-scoped views of it that ``reset()`` the issuer first
