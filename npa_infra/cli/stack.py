@@ -11,13 +11,15 @@ are imported inside the commands, so ``npa --help`` never loads pulumi.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 
 import typer
 
 from npa_infra.cli import output
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
     from pydantic import JsonValue
 
     from npa_infra.errors import NpaError
@@ -26,6 +28,8 @@ if TYPE_CHECKING:
     from npa_infra.stack.report import PreviewReport
 
 __all__ = ["app"]
+
+T = TypeVar("T")
 
 app = typer.Typer(
     help="Preview, bring up, refresh and destroy a stack (Pulumi Automation API).",
@@ -63,7 +67,12 @@ ExpectOpt = Annotated[
 
 
 def _request(
-    stack: str, backend: str | None, context: str | None, config_file: Path | None, quiet: bool
+    stack: str,
+    backend: str | None,
+    context: str | None,
+    config_file: Path | None,
+    *,
+    quiet: bool,
 ) -> StackRequest:
     from npa_infra.stack.api import StackRequest
 
@@ -74,6 +83,20 @@ def _request(
         config_file=config_file,
         on_output=None if quiet else output.warn,
     )
+
+
+def _call(
+    fn: Callable[[StackRequest, Mapping[str, str]], T], request: StackRequest, *, as_json: bool
+) -> T:
+    """``fn(request, os.environ)``; an ``NpaError`` is rendered and exits (``_fail``)."""
+    import os
+
+    from npa_infra.errors import NpaError
+
+    try:
+        return fn(request, os.environ)
+    except NpaError as exc:
+        _fail(exc, as_json=as_json)
 
 
 def _fail(exc: NpaError, *, as_json: bool) -> NoReturn:
@@ -143,17 +166,11 @@ def preview_cmd(
     diff: Annotated[bool, typer.Option("--diff", help="Ask the engine for a rich diff.")] = False,
 ) -> None:
     """Show what `up` would change: 0 none, 2 changes (with a flag), 3 no engine."""
-    import os
-
-    from npa_infra.errors import NpaError
     from npa_infra.stack import api
 
     _formats(as_json, as_markdown)
-    request = _request(stack, backend_url, context, config_file, as_json or as_markdown)
-    try:
-        report = api.preview(request, env=os.environ, diff=diff)
-    except NpaError as exc:
-        _fail(exc, as_json=as_json)
+    request = _request(stack, backend_url, context, config_file, quiet=as_json or as_markdown)
+    report = _call(lambda r, env: api.preview(r, env=env, diff=diff), request, as_json=as_json)
     _render_preview(report, as_json=as_json, as_markdown=as_markdown)
     _preview_exit(report, stack, detailed_exitcode, expect_no_changes)
 
@@ -168,16 +185,10 @@ def up_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Bring the stack up; without --yes, preview and exit 1 (confirmation_required)."""
-    import os
-
-    from npa_infra.errors import NpaError
     from npa_infra.stack import api
 
-    request = _request(stack, backend_url, context, config_file, as_json)
-    try:
-        result = api.up(request, env=os.environ, yes=yes)
-    except NpaError as exc:
-        _fail(exc, as_json=as_json)
+    request = _request(stack, backend_url, context, config_file, quiet=as_json)
+    result = _call(lambda r, env: api.up(r, env=env, yes=yes), request, as_json=as_json)
     if as_json:
         output.emit_json(result.model_dump(mode="json", by_alias=True))
     elif result.preview is not None:
@@ -209,18 +220,12 @@ def refresh_cmd(
     expect_no_changes: ExpectOpt = False,
 ) -> None:
     """Report drift (nothing written); with --yes, write the live state into the stack."""
-    import os
-
-    from npa_infra.errors import NpaError
     from npa_infra.stack import api
     from npa_infra.stack.report import PreviewReport
 
     _formats(as_json, as_markdown)
-    request = _request(stack, backend_url, context, config_file, as_json or as_markdown)
-    try:
-        result = api.refresh(request, env=os.environ, yes=yes)
-    except NpaError as exc:
-        _fail(exc, as_json=as_json)
+    request = _request(stack, backend_url, context, config_file, quiet=as_json or as_markdown)
+    result = _call(lambda r, env: api.refresh(r, env=env, yes=yes), request, as_json=as_json)
     if isinstance(result, PreviewReport):
         _render_preview(result, as_json=as_json, as_markdown=as_markdown)
         _preview_exit(result, stack, detailed_exitcode, expect_no_changes)
@@ -247,22 +252,16 @@ def destroy_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Tear the stack down, controller first; refused while its runs are not terminal."""
-    import os
-
-    from npa_infra.errors import NpaError
     from npa_infra.workflow import teardown
 
-    request = _request(stack, backend_url, context, config_file, as_json)
-    try:
-        result = teardown.destroy_stack(
-            request,
-            env=os.environ,
-            yes=yes,
-            exclude_protected=exclude_protected,
-            cancel_runs=cancel_runs,
-        )
-    except NpaError as exc:
-        _fail(exc, as_json=as_json)
+    request = _request(stack, backend_url, context, config_file, quiet=as_json)
+    result = _call(
+        lambda r, env: teardown.destroy_stack(
+            r, env=env, yes=yes, exclude_protected=exclude_protected, cancel_runs=cancel_runs
+        ),
+        request,
+        as_json=as_json,
+    )
     if as_json:
         output.emit_json(result.model_dump(mode="json", by_alias=True))
         raise typer.Exit(result.exit_code)
@@ -292,16 +291,12 @@ def outputs_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """The stack's outputs (what `submit --stack` consumes)."""
-    import os
-
-    from npa_infra.errors import NpaError
     from npa_infra.stack import api
 
-    request = _request(stack, backend_url, None, config_file, True)
-    try:
-        result = api.outputs(request, env=os.environ, show_secrets=show_secrets)
-    except NpaError as exc:
-        _fail(exc, as_json=as_json)
+    request = _request(stack, backend_url, None, config_file, quiet=True)
+    result = _call(
+        lambda r, env: api.outputs(r, env=env, show_secrets=show_secrets), request, as_json=as_json
+    )
     if as_json:
         output.emit_json(result.model_dump(mode="json"))
     else:

@@ -256,15 +256,7 @@ class StackRunner:
     def preview(self, *, diff: bool = False) -> report.PreviewReport:
         events: Events = []
         result = self._call(
-            "preview",
-            events,
-            lambda s, on_event: s.preview(
-                diff=diff or None,
-                color="never",
-                on_event=on_event,
-                on_output=self.settings.on_output,
-                config_file=self._config_file(),
-            ),
+            "preview", events, lambda s, common: s.preview(diff=diff or None, **common)
         )
         return self._report(events, result.change_summary)
 
@@ -273,42 +265,18 @@ class StackRunner:
         result = self._call(
             "refresh --preview-only",
             events,
-            lambda s, on_event: s.preview_refresh(
-                color="never",
-                on_event=on_event,
-                on_output=self.settings.on_output,
-                show_secrets=False,
-                config_file=self._config_file(),
-            ),
+            lambda s, common: s.preview_refresh(show_secrets=False, **common),
         )
         return self._report(events, result.change_summary)
 
     def up(self) -> EngineUpdate:
-        result = self._call(
-            "up",
-            [],
-            lambda s, on_event: s.up(
-                color="never",
-                on_event=on_event,
-                on_output=self.settings.on_output,
-                show_secrets=False,
-                config_file=self._config_file(),
-            ),
-        )
+        result = self._call("up", [], lambda s, common: s.up(show_secrets=False, **common))
         outputs = {k: OutputEntry(v.value, bool(v.secret)) for k, v in result.outputs.items()}
         return EngineUpdate(_summary(result.summary), outputs)
 
     def refresh(self) -> UpdateSummary:
         result = self._call(
-            "refresh",
-            [],
-            lambda s, on_event: s.refresh(
-                color="never",
-                on_event=on_event,
-                on_output=self.settings.on_output,
-                show_secrets=False,
-                config_file=self._config_file(),
-            ),
+            "refresh", [], lambda s, common: s.refresh(show_secrets=False, **common)
         )
         return _summary(result.summary)
 
@@ -316,13 +284,8 @@ class StackRunner:
         result = self._call(
             "destroy",
             [],
-            lambda s, on_event: s.destroy(
-                color="never",
-                on_event=on_event,
-                on_output=self.settings.on_output,
-                show_secrets=False,
-                exclude_protected=exclude_protected or None,
-                config_file=self._config_file(),
+            lambda s, common: s.destroy(
+                show_secrets=False, exclude_protected=exclude_protected or None, **common
             ),
         )
         return _summary(result.summary)
@@ -353,15 +316,27 @@ class StackRunner:
         self,
         operation: str,
         events: Events,
-        fn: Callable[[auto.Stack, Callable[[Any], None]], T],
+        fn: Callable[[auto.Stack, dict[str, Any]], T],
     ) -> T:
+        """``fn(stack, common)`` with engine failures translated.
+
+        ``common`` holds the keywords every engine operation takes; the operation adds
+        its own (``preview`` has no ``show_secrets``, so only the others pass it).
+        """
+
         def collect(event: Any) -> None:
             converted = convert(event)
             if converted is not None:
                 events.append(converted)
 
+        common: dict[str, Any] = {
+            "color": "never",
+            "on_event": collect,
+            "on_output": self.settings.on_output,
+            "config_file": self._config_file(),
+        }
         with self._translated(operation, events):
-            return fn(self._stack(), collect)
+            return fn(self._stack(), common)
 
     @contextmanager
     def _translated(self, operation: str, events: Events | None = None) -> Iterator[None]:
