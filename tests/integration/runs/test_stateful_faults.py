@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from npa_infra.errors import RunStateError
+from npa_infra.errors import RunStateError, UncertainOutcomeError
 from npa_infra.journal.store import Journal
 from tests.integration.runs.crash import run_killed_after
 from tests.integration.runs.world import ROOT, World, make_world
@@ -88,10 +88,16 @@ class LaunchWorld(RuleBasedStateMachine):
     def resume(self) -> None:
         if not self._journal_knows_run():
             return
+        jobs_before = len(self.world.sim_jobs())
         try:
             result = self.world.submit(SPEC, resume_run=RUN)
         except RunStateError:
             return  # e.g. a sticky terminal block: refused with a reason, nothing launched
+        except UncertainOutcomeError:
+            # the adopted id could not be re-verified (the queue failed): exit 2, and
+            # nothing may have been launched while unproven
+            assert len(self.world.sim_jobs()) == jobs_before
+            return
         assert result.exit_code in (0, 1, 2, 130), result.to_json()
         if result.exit_code == 0:
             assert result.job_id is not None
