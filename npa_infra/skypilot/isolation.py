@@ -6,15 +6,24 @@ A directory ``D`` holds everything SkyPilot writes for one stack: ``D/home``
 exactly one Kubernetes context, and ``D/user-id``: the stable controller
 identity generated once for this directory. An explicit ``SKYPILOT_USER_ID``
 in the caller's environment takes precedence.
+
+A directory whose config a stack's controller resource wrote (``npa stack
+up``) carries ``D/stack-owner`` with the stack's name. Its config names the
+stack's ServiceAccount and pull secrets, so nothing else rewrites it: a
+submit, status or cancel of that stack adopts it as it is (after checking it
+allows the context they use), one of another stack is refused (the stack's
+teardown gate would not see its runs), and only the stack's own ``up``
+rewrites it; its ``destroy`` releases it.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 import secrets
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -23,9 +32,10 @@ import yaml
 from npa_infra import config as npa_config
 from npa_infra.errors import ConfigError
 
-__all__ = ["USER_ID", "ControllerSettings", "IsolatedDir"]
+__all__ = ["OWNER_FILE", "USER_ID", "ControllerSettings", "IsolatedDir", "controller_pod_config"]
 
 USER_ID = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9-]*$")
+OWNER_FILE = "stack-owner"
 
 
 class ControllerSettings(NamedTuple):
@@ -35,6 +45,29 @@ class ControllerSettings(NamedTuple):
     memory_gb: int = 8
     pod_config: Mapping[str, Any] | None = None
     remote_identity: str | None = None
+
+
+def controller_pod_config(
+    base: Mapping[str, Any] | None, pull_secrets: Sequence[str], service_account: str
+) -> dict[str, Any]:
+    """The configured ``pod_config`` plus a stack's pull secrets and ServiceAccount.
+
+    Configured pull secrets come first and are kept; the stack's own follow,
+    without repeats (skypilot-0.12.md §9.3: this global layer may list any number).
+    A configured ``serviceAccountName`` wins over the stack's account.
+    """
+    merged: dict[str, Any] = copy.deepcopy(dict(base or {}))
+    spec = merged.setdefault("spec", {})
+    if pull_secrets:
+        listed = list(spec.get("imagePullSecrets") or [])
+        names = {p.get("name") for p in listed if isinstance(p, dict)}
+        listed += [{"name": n} for n in pull_secrets if n not in names]
+        spec["imagePullSecrets"] = listed
+    if service_account:
+        spec.setdefault("serviceAccountName", service_account)
+    if not spec:
+        merged.pop("spec")
+    return merged
 
 
 def _private_dir(path: Path) -> None:
@@ -72,6 +105,44 @@ class IsolatedDir(NamedTuple):
     @property
     def user_id_file(self) -> Path:
         return self.root / "user-id"
+
+    @property
+    def owner_file(self) -> Path:
+        return self.root / OWNER_FILE
+
+    def owner(self) -> str | None:
+        """The stack whose controller resource wrote this directory's config, if any."""
+        try:
+            text = self.owner_file.read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            return None
+        return text or None
+
+    def read_config(self) -> dict[str, Any]:
+        """The generated config as written ({} when there is none).
+
+        Raises:
+            ConfigError: the file is not a YAML mapping.
+        """
+        try:
+            data = yaml.safe_load(self.config_file.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(
+                f"{self.config_file} is not valid YAML: {exc}",
+                remedy="rerun the command that writes it (npa stack up for a stack's directory)",
+            ) from exc
+        if not isinstance(data, dict):
+            raise ConfigError(
+                f"{self.config_file} is not a YAML mapping",
+                remedy="rerun the command that writes it (npa stack up for a stack's directory)",
+            )
+        return data
+
+    def release(self) -> None:
+        """Drop the stack's claim (its controller is gone); the config stays as it was."""
+        self.owner_file.unlink(missing_ok=True)
 
     def user_id(self, env: Mapping[str, str]) -> str:
         """The controller identity: explicit env wins, else this directory's stored id (created once)."""
@@ -126,9 +197,27 @@ class IsolatedDir(NamedTuple):
         return f"sky-jobs-controller-{self.user_id(env)}"
 
     def prepare(
-        self, env: Mapping[str, str], *, context: str | None, controller: ControllerSettings
+        self,
+        env: Mapping[str, str],
+        *,
+        context: str | None,
+        controller: ControllerSettings,
+        stack: str | None = None,
+        own: bool = False,
     ) -> None:
-        """Create the directory layout, link the kubeconfig, write the generated config."""
+        """Create the directory layout, link the kubeconfig, write the generated config.
+
+        ``own``: the stack's controller resource writes the config and claims the
+        directory for ``stack``. Otherwise a directory ``stack`` owns is adopted
+        as it is (module docstring).
+
+        Raises:
+            ConfigError: the directory belongs to another stack, or its config does
+                not allow ``context``.
+        """
+        owner = self.owner()
+        if not own and owner is not None:
+            self._check_adoptable(owner, stack, context)
         for path in (self.root, self.home, self.runtime, self.root / "submissions"):
             _private_dir(path)
         kubeconfig = _first_kubeconfig(env)
@@ -146,7 +235,33 @@ class IsolatedDir(NamedTuple):
         nebius = Path(env.get("HOME") or Path.home()) / ".nebius"
         if nebius.is_dir() and not (self.home / ".nebius").exists():
             (self.home / ".nebius").symlink_to(nebius)
-        self._write_config(self.generated_config(context, controller))
+        if own:
+            if not stack:
+                raise ConfigError(
+                    "a stack-owned SkyPilot directory needs the stack's name",
+                    remedy="report this: the controller resource always passes its stack",
+                )
+            self._write_config(self.generated_config(context, controller))
+            _write_private(self.owner_file, stack + "\n")
+        elif owner is None:
+            self._write_config(self.generated_config(context, controller))
+
+    def _check_adoptable(self, owner: str, stack: str | None, context: str | None) -> None:
+        if stack != owner:
+            raise ConfigError(
+                f"{self.root} holds the SkyPilot controller of stack {owner}"
+                + (f", not of stack {stack}" if stack else "")
+                + f": runs launched from it would escape stack {owner}'s teardown gate",
+                remedy=f"pass --stack {owner}, or choose another --isolated-config-dir",
+            )
+        allowed = (self.read_config().get("kubernetes") or {}).get("allowed_contexts")
+        if context and allowed != [context]:
+            raise ConfigError(
+                f"stack {owner}'s SkyPilot config {self.config_file} allows "
+                f"{allowed or 'no context'}, not {context}",
+                remedy=f"use stack {owner}'s own context, or run `npa stack up --stack {owner} "
+                "--yes` after changing npa-infra:context",
+            )
 
     @staticmethod
     def generated_config(context: str | None, controller: ControllerSettings) -> dict[str, Any]:
@@ -172,10 +287,7 @@ class IsolatedDir(NamedTuple):
         return config
 
     def _write_config(self, data: dict[str, Any]) -> None:
-        tmp = self.config_file.with_suffix(".yaml.tmp")
-        tmp.write_text(yaml.safe_dump(data, sort_keys=True), encoding="utf-8")
-        tmp.chmod(0o600)
-        tmp.replace(self.config_file)
+        _write_private(self.config_file, yaml.safe_dump(data, sort_keys=True))
 
     def environment(self, env: Mapping[str, str]) -> dict[str, str]:
         """The complete environment of every ``sky`` call under this directory."""
@@ -193,6 +305,14 @@ class IsolatedDir(NamedTuple):
         child.pop("SKYPILOT_CONFIG", None)
         child.pop("SKYPILOT_PROJECT_CONFIG", None)
         return child
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically, mode 0600."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.chmod(0o600)
+    tmp.replace(path)
 
 
 def resolve_isolated_dir(

@@ -15,6 +15,12 @@ Precedence, first match wins:
 3. ``--stage-src``: stage the local checkout, even over an exported URI;
 4. ``NPA_SRC_S3_URI``, then ``NPA_E2E_NPA_SRC_S3_URI``: an explicit selection, kept
    as given; never stale;
+4a. the stack's own staged source (``src_s3_uri`` of a stack that was brought
+   up: pulumi.md §3, runs use what the stack declared): kept (its marker checked
+   before launch) when there is no checkout to compare with or the checkout's
+   fingerprint is the URI's; refused when the checkout differs, because the run
+   would silently use older source (``npa stack up`` restages it as the stack's
+   source; ``--stage-src`` stages this checkout for this run);
 5. the saved URI whose last segment is the local fingerprint: reuse it (its
    marker is checked before launch, and a miss restages the same prefix, or
    fails under ``--no-stage-src``);
@@ -64,6 +70,7 @@ class SourceOrigin(StrEnum):
     JOURNAL = "journal"
     ENVIRONMENT = "environment"  # NPA_SRC_S3_URI
     E2E_ENVIRONMENT = "e2e_environment"  # NPA_E2E_NPA_SRC_S3_URI
+    STACK = "stack"  # the stack outputs' src_s3_uri
     SAVED = "saved"
     CHECKOUT = "checkout"
 
@@ -73,6 +80,9 @@ class SourceReason(StrEnum):
     RESUMED = "resumed_run"
     FORCED = "forced"
     EXPLICIT = "explicit"
+    STACK_CURRENT = "stack_current"
+    STACK_UNCHECKED = "stack_unchecked"
+    STACK_OUTDATED = "stack_outdated"
     SAVED_CURRENT = "saved_current"
     NO_STAGE_OUTDATED = "no_stage_saved_outdated"
     NO_STAGE_MISSING = "no_stage_missing"
@@ -93,6 +103,7 @@ class SourceInputs:
     journal_uri: str = ""  # the resumed run's recorded URI
     env_uri: str = ""
     env_origin: SourceOrigin = SourceOrigin.ENVIRONMENT
+    stack_uri: str = ""  # the stack's outputs' src_s3_uri
     saved_uri: str = ""
     local_fingerprint: str = ""  # empty: no checkout to stage from
     bucket: str = ""
@@ -145,6 +156,18 @@ def decide(inputs: SourceInputs) -> SourceDecision:
         return _stage(SourceReason.FORCED, i)
     if i.env_uri and not i.force:  # §6: environment URIs are explicit and never stale
         return _keep(SourceReason.EXPLICIT, i.env_origin, i.env_uri)
+    if i.stack_uri and not i.force:  # pulumi.md §3: the source the stack declared
+        if not i.local_fingerprint:
+            return _keep(SourceReason.STACK_UNCHECKED, SourceOrigin.STACK, i.stack_uri)
+        if uri_fingerprint(i.stack_uri) == i.local_fingerprint:
+            return _keep(SourceReason.STACK_CURRENT, SourceOrigin.STACK, i.stack_uri)
+        return SourceDecision(
+            SourceAction.REFUSE,
+            SourceReason.STACK_OUTDATED,
+            SourceOrigin.STACK,
+            i.stack_uri,
+            i.local_fingerprint,
+        )
     saved_fp = uri_fingerprint(i.saved_uri)
     if i.saved_uri and not i.force and saved_fp and saved_fp == i.local_fingerprint:
         # With --no-stage-src a marker miss must fail, not restage: keep (verify only).

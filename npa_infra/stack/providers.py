@@ -6,12 +6,15 @@ Kubernetes API of the exact context, that the namespace and ServiceAccount
 the config will name exist (the engine created them first: they are
 dependencies), then write its generated global config (the controller's
 resources, ``allowed_contexts`` = the one exact context, the ``pod_config``
-carrying the pull secrets and the ServiceAccount, ``remote_identity``) and
-report the controller's name.
+carrying the pull secrets and the ServiceAccount, ``remote_identity``),
+claim the directory for the stack (``stack-owner``: submits, status and
+cancel adopt that config and never rewrite it) and report the controller's
+name.
 ``delete`` is the guarded teardown: it refuses while any run of the stack is
 not terminal (``gate``), then runs ``sky down sky-jobs-controller-<id>``,
 answering its ``delete`` prompt, and fails (leaving the stack intact) when
-SkyPilot itself refuses because managed jobs are in progress. A change of
+SkyPilot itself refuses because managed jobs are in progress; once the
+controller is gone the directory's claim is released. A change of
 context, state directory or stack replaces the controller, tearing the old
 one down first. Resources and ``pod_config`` apply when SkyPilot next
 creates the controller; a running controller is not resized.
@@ -33,7 +36,6 @@ shows only the message.
 
 from __future__ import annotations
 
-import copy
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -45,7 +47,7 @@ from pulumi import dynamic
 from npa_infra.errors import ConfigError, ExternalError, RunStateError, StorageError
 from npa_infra.kube.base import KubeCluster
 from npa_infra.skypilot.base import SkyPilot
-from npa_infra.skypilot.isolation import ControllerSettings, IsolatedDir
+from npa_infra.skypilot.isolation import ControllerSettings, IsolatedDir, controller_pod_config
 from npa_infra.skypilot.models import DownOutcome
 from npa_infra.source import decision as source_decision
 from npa_infra.stack import gate
@@ -85,29 +87,6 @@ def _changed(olds: Mapping[str, Any], news: Mapping[str, Any], keys: Sequence[st
 
 def _inputs(props: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in props.items() if k != _PROVIDER_KEY}
-
-
-def controller_pod_config(
-    base: Mapping[str, Any] | None, pull_secrets: Sequence[str], service_account: str
-) -> dict[str, Any]:
-    """The configured ``pod_config`` plus the stack's pull secrets and ServiceAccount.
-
-    Configured pull secrets come first and are kept; the stack's own follow,
-    without repeats (skypilot-0.12.md §9.3: this global layer may list any number).
-    A configured ``serviceAccountName`` wins over the stack's account.
-    """
-    merged: dict[str, Any] = copy.deepcopy(dict(base or {}))
-    spec = merged.setdefault("spec", {})
-    if pull_secrets:
-        listed = list(spec.get("imagePullSecrets") or [])
-        names = {p.get("name") for p in listed if isinstance(p, dict)}
-        listed += [{"name": n} for n in pull_secrets if n not in names]
-        spec["imagePullSecrets"] = listed
-    if service_account:
-        spec.setdefault("serviceAccountName", service_account)
-    if not spec:
-        merged.pop("spec")
-    return merged
 
 
 class ControllerProvider(dynamic.ResourceProvider):
@@ -168,6 +147,7 @@ class ControllerProvider(dynamic.ResourceProvider):
             )
         result = self._client(props, env).down_controller()
         if result.outcome in (DownOutcome.TORN_DOWN, DownOutcome.ALREADY_ABSENT):
+            IsolatedDir(Path(str(props["state_dir"])).expanduser()).release()
             return
         if result.outcome is DownOutcome.BLOCKED_IN_PROGRESS:
             raise RunStateError(
@@ -224,7 +204,13 @@ class ControllerProvider(dynamic.ResourceProvider):
             pod_config=controller_pod_config(props.get("pod_config"), pull, account) or None,
             remote_identity=account or None,
         )
-        isolated.prepare(env, context=str(props["context"]), controller=settings)
+        isolated.prepare(
+            env,
+            context=str(props["context"]),
+            controller=settings,
+            stack=str(props["stack"]),
+            own=True,
+        )
         return {
             **_inputs(props),
             "controller_name": isolated.controller_name(env),

@@ -92,7 +92,11 @@ def cancel_run(
 
         context = str((run.data or {}).get("context") or "")
         sky, _, clock, _ = live.open_adapters(
-            env, services, context=context, stack_name=run.stack or None
+            env,
+            services,
+            context=context,
+            stack_name=run.stack or None,
+            isolated_config_dir=live.recorded_state_dir(run.data),
         )
         return _cancel(journal, sky, clock, run_id)
     finally:

@@ -34,7 +34,7 @@ from npa_infra.errors import (
     UsageError,
 )
 from npa_infra.runs.models import LaunchState, TransactionRecord
-from npa_infra.workflow import attempts, credentials
+from npa_infra.workflow import attempts, credentials, stackbinding
 from npa_infra.workflow.launcher import Clock, LaunchDriver
 
 if TYPE_CHECKING:
@@ -44,7 +44,8 @@ if TYPE_CHECKING:
     from npa_infra.plan.model import DecisionPoint
     from npa_infra.render.documents import RenderedJob
     from npa_infra.skypilot.base import SkyPilot
-    from npa_infra.skypilot.isolation import ControllerSettings, IsolatedDir
+    from npa_infra.skypilot.isolation import IsolatedDir
+    from npa_infra.stack.api import EngineFactory
     from npa_infra.storage.base import ObjectStore
     from npa_infra.workflow.stackfile import StackSettings
 
@@ -59,6 +60,7 @@ __all__ = [
     "open_adapters",
     "outcome_error",
     "preflight_hooks",
+    "recorded_state_dir",
     "resume_command",
 ]
 
@@ -77,6 +79,7 @@ class LiveServices:
     isolated_dir: Path | None = None
     store: Callable[[], ObjectStore] | None = None  # decision artifacts (default: boto3)
     progress: Callable[[str], None] | None = None  # one line per change, for people (stderr)
+    stack_engine: EngineFactory | None = None  # the stack's outputs (default: the Pulumi engine)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,31 +171,24 @@ def resume_command(invocation: Sequence[str], run_id: str) -> str:
 
 
 def _context(request: LiveRequest) -> str:
-    if request.infra:
-        if not request.infra.startswith("k8s/") or not request.infra.removeprefix("k8s/"):
-            raise UsageError(
-                f"--infra {request.infra!r} is not k8s/<context>",
-                remedy="pass the exact kubeconfig context, e.g. --infra k8s/my-cluster",
-            )
-        return request.infra.removeprefix("k8s/")
-    if request.stack is not None and request.stack.context:
-        return request.stack.context
-    raise UsageError(
-        "a live submit needs the exact Kubernetes context: there is no fallback to the "
-        "kubeconfig's current context",
-        remedy="pass --infra k8s/<context>, or --stack NAME whose stack file sets npa-infra:context",
-    )
+    chosen = stackbinding.context(request.infra, request.stack)
+    if chosen is None:
+        raise UsageError(
+            "a live submit needs the exact Kubernetes context: there is no fallback to the "
+            "kubeconfig's current context",
+            remedy="pass --infra k8s/<context>, or --stack NAME whose stack file sets "
+            "npa-infra:context",
+        )
+    return chosen
 
 
-def controller_settings(stack: StackSettings | None) -> ControllerSettings:
-    """The controller block ``open_adapters`` writes into the isolated SkyPilot config."""
-    from npa_infra.skypilot import isolation
+controller_settings = stackbinding.controller_settings  # re-exported: part of this module's API
 
-    return isolation.ControllerSettings(
-        cpus=stack.controller_cpus if stack else 2,
-        memory_gb=stack.controller_memory_gb if stack else 8,
-        pod_config=stack.controller_pod_config if stack else None,
-    )
+
+def recorded_state_dir(data: Mapping[str, Any] | None) -> str | None:
+    """The SkyPilot state directory a run was launched from (its journal's run data)."""
+    value = (data or {}).get("isolated_config_dir")
+    return str(value) if value else None
 
 
 def open_adapters(
@@ -205,7 +201,12 @@ def open_adapters(
     sky_bin: str | None = None,
     isolated_config_dir: str | None = None,
 ) -> tuple[SkyPilot, KubeCluster, Clock, IsolatedDir]:
-    """SkyPilot for the stack's isolated directory, the exact context, and the clock."""
+    """SkyPilot for the stack's isolated directory, the exact context, and the clock.
+
+    A directory a stack's controller resource claimed is adopted as it is, and a
+    submit from the stack's outputs must find exactly the directory, config and
+    controller they name (``stackbinding.verify_adopted``).
+    """
     from npa_infra.kube import kubeconfig
     from npa_infra.skypilot import isolation
     from npa_infra.skypilot import resolve as sky_resolve
@@ -216,9 +217,9 @@ def open_adapters(
         isolated = isolation.IsolatedDir(given.isolated_dir)
     else:
         isolated = isolation.resolve_isolated_dir(isolated_config_dir, env, config, stack_name)
-    controller = controller_settings(stack)
     kube_config, _ = kubeconfig.resolve(context, env)  # an unknown context fails here, exit 1
-    isolated.prepare(env, context=context, controller=controller)
+    isolated.prepare(env, context=context, controller=controller_settings(stack), stack=stack_name)
+    stackbinding.verify_adopted(stack, isolated, env)
     if given.sky is not None:
         sky = given.sky(isolated, env)
     else:
@@ -275,7 +276,7 @@ def execute(
         with run_lock.RunLock(
             home, request.stack_name, request.run_id, argv=list(request.invocation), now=clock.now()
         ):
-            _open_run(journal, request, command, clock.now(), context, secrets)
+            _open_run(journal, request, command, clock.now(), context, secrets, str(isolated.root))
             _stage_source(journal, request, clock)
             driver = LaunchDriver(sky, journal, clock, cluster=cluster)
             from npa_infra.workflow import supervisor
@@ -318,10 +319,19 @@ def _open_run(
     now: float,
     context: str,
     secrets: Mapping[str, str],
+    state_dir: str,
 ) -> None:
     from npa_infra.journal.records import RunRow
 
     existing = journal.get_run(request.run_id)
+    recorded = recorded_state_dir(existing.data if existing is not None else None)
+    if recorded is not None and recorded != state_dir:
+        raise RunStateError(
+            f"run {request.run_id} was launched from SkyPilot state {recorded}, but this submit "
+            f"resolves {state_dir}: its jobs belong to the controller of the first",
+            remedy=f"resume with --isolated-config-dir {recorded} (or the same --stack)",
+            details={"run_id": request.run_id},
+        )
     if existing is not None and existing.fingerprint != request.fingerprint:
         raise RunStateError(
             f"run {request.run_id} was submitted from a different plan "
@@ -360,6 +370,7 @@ def _open_run(
                 data={
                     "infra": request.infra,
                     "context": context,
+                    "isolated_config_dir": state_dir,
                     **attempts.secret_record(request.secret_names, secrets),
                     **dict(request.extra),
                 },

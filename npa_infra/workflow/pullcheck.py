@@ -89,8 +89,8 @@ def submit_options(
     deadline_seconds: float,
 ) -> PullProbeOptions:
     """The probe inputs of a submit: ``--infra``'s context, else the stack's, and the
-    SkyPilot config the live submit will write before it launches."""
-    from npa_infra.workflow import live
+    SkyPilot config the live submit will launch with (the stack's own once it is up)."""
+    from npa_infra.workflow import stackbinding
 
     context = infra.removeprefix("k8s/") if infra and infra.startswith("k8s/") else None
     if not infra and stack is not None and stack.context:
@@ -98,9 +98,7 @@ def submit_options(
     effective = infra or (f"k8s/{context}" if context else None)
     sky_config: Mapping[str, Any] = {}
     if context and not plan_only:
-        from npa_infra.skypilot.isolation import IsolatedDir
-
-        sky_config = IsolatedDir.generated_config(context, live.controller_settings(stack))
+        sky_config = stackbinding.sky_config(stack, context)
     return PullProbeOptions(
         context=context or None,
         infra=effective,

@@ -185,14 +185,18 @@ def all_status(
     journal = Journal.open(home)
     try:
         result = AllStatusReport()
-        groups: dict[tuple[str, str], tuple[RunRow, list[StatusReport]]] = {}
+        groups: dict[tuple[str, str, str], tuple[RunRow, list[StatusReport]]] = {}
         for run in journal.runs(stack=stack):
             if run.status in TERMINAL_RUN_STATUSES:
                 continue
             report = _from_journal(journal, run)
             result.runs.append(report)
             if not _settled(report, run, cached):
-                key = (run.stack or "", _context(run))
+                key = (
+                    run.stack or "",
+                    _context(run),
+                    str((run.data or {}).get("isolated_config_dir") or ""),
+                )
                 groups.setdefault(key, (run, []))[1].append(report)
         for first, members in groups.values():
             _verify_group(members, env, services, first)
@@ -303,7 +307,11 @@ def _verify_group(
     from npa_infra.workflow import live
 
     sky, cluster, _, _ = live.open_adapters(
-        env, services, context=_context(run), stack_name=run.stack or None
+        env,
+        services,
+        context=_context(run),
+        stack_name=run.stack or None,
+        isolated_config_dir=live.recorded_state_dir(run.data),
     )
     _verify(reports, sky.queue(verbose=True), cluster)
 

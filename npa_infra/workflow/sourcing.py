@@ -3,7 +3,8 @@
 ``plan_source`` runs before rendering, for ``--plan-only`` and live submits
 alike, and writes nothing: it works out which steps need source, reads the
 selection (the resumed run's journal, ``NPA_SRC_S3_URI``, then
-``NPA_E2E_NPA_SRC_S3_URI``, then the saved URI), fingerprints the local
+``NPA_E2E_NPA_SRC_S3_URI``, then the stack's staged source from its outputs,
+then the saved URI), fingerprints the local
 checkout when it may have to stage it, and lets ``source.decision.decide``
 choose. The chosen URI is known before any upload (content addressing), so
 the task YAML is rendered with it at once.
@@ -166,6 +167,7 @@ def plan_source(
         journal_uri=journal_uri,
         env_uri=env_uri,
         env_origin=env_origin,
+        stack_uri=stack.src_s3_uri if stack else "",
         saved_uri=saved,
         local_fingerprint=scanned.fingerprint if scanned else "",
         bucket=bucket,
@@ -173,7 +175,7 @@ def plan_source(
     )
     chosen = decision.decide(inputs)
     if chosen.action is SourceAction.REFUSE:
-        raise _refusal(chosen, states, root, scanned, env)
+        raise _refusal(chosen, states, root, scanned, env, request.stack_name)
     return SourcePlan(
         chosen,
         states,
@@ -432,7 +434,15 @@ def _unverified(plan: SourcePlan, verdict: marker.MarkerVerdict) -> ConfigError:
         SourceOrigin.E2E_ENVIRONMENT: E2E_SRC_ENV,
         SourceOrigin.SAVED: "the saved src_s3_uri",
         SourceOrigin.JOURNAL: "the resumed run's source",
+        SourceOrigin.STACK: f"stack {plan.stack_name}'s staged source",
     }.get(d.origin, "the source URI")
+    if d.origin is SourceOrigin.STACK:
+        return ConfigError(
+            f"{where} {d.uri} holds no complete staged source: its marker is {verdict.value}",
+            remedy=f"npa stack refresh --stack {plan.stack_name} --yes, then npa stack up "
+            f"--stack {plan.stack_name} --yes (it stages the source again)",
+            details={"uri": d.uri, "marker": verdict.value, "origin": d.origin.value},
+        )
     return ConfigError(
         f"{where} {d.uri} holds no complete staged source: its marker is {verdict.value}",
         remedy="run `npa workbench workflow stage-src` and export the URI it prints, or unset "
@@ -447,12 +457,23 @@ def _refusal(
     root: Path | None,
     scanned: tree.SourceTree | None,
     env: Mapping[str, str],
+    stack_name: str | None = None,
 ) -> ConfigError:
     shown = ", ".join(states[:5]) + (f" and {len(states) - 5} more" if len(states) > 5 else "")
     need = f"step(s) {shown} need NPA source (no image, or config.source_overlay)"
     export = f"export {SRC_ENV}=s3://… (`npa workbench workflow stage-src` prints it)"
     checked = f"checked {SRC_ENV}, {E2E_SRC_ENV} and {npa_config.config_path(env)}"
-    if chosen.reason is SourceReason.NO_STAGE_OUTDATED:
+    if chosen.reason is SourceReason.STACK_OUTDATED:
+        current = scanned.fingerprint if scanned else "unknown"
+        message = (
+            f"{need}; stack {stack_name}'s staged source {chosen.uri} is older than the "
+            f"checkout {root} (which now fingerprints {current})"
+        )
+        remedy = (
+            f"npa stack up --stack {stack_name} --yes stages this checkout as the stack's "
+            "source; or pass --stage-src to stage it for this run only"
+        )
+    elif chosen.reason is SourceReason.NO_STAGE_OUTDATED:
         current = scanned.fingerprint if scanned else "unknown"
         message = (
             f"{need}; the saved source {chosen.uri} is outdated (the checkout now "

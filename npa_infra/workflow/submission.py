@@ -53,6 +53,7 @@ from npa_infra.workflow import (
     loading,
     pullcheck,
     sourcing,
+    stackbinding,
     stackfile,
 )
 from npa_infra.workflow.fingerprint import plan_fingerprint, run_fingerprint
@@ -259,7 +260,8 @@ def submit(
         )
     except PlanError as err:
         raise api.plan_error(v, err) from None
-    stack = _stack_settings(options, environ)
+    stack = _stack_settings(options, environ, services)
+    stackbinding.context(options.infra, stack)  # never a cluster other than the stack's
     registry = imagecheck.catalog_registry(options.registry, stack, environ)
     gpu = accelerators.resolve_for_plan(
         plan,
@@ -305,6 +307,7 @@ def submit(
         gpu.plan, settings, runtime=runtime, max_concurrency_cap=options.max_concurrency
     )
     if not options.plan_only:
+        stackbinding.require_pull_secrets(jobs, stack)
         request = _live_request(
             spec_path,
             options,
@@ -321,7 +324,7 @@ def submit(
         store = services.store if services is not None else None
         request = dataclasses.replace(
             request,
-            extra={**request.extra, "source": source.to_json()},
+            extra={**request.extra, "source": source.to_json(), **stackbinding.record(stack)},
             stage_source=lambda: sourcing.apply(
                 source, env=environ, store=store() if store is not None else None
             ),
@@ -351,6 +354,7 @@ def submit(
                     runtime=True,
                     max_concurrency_cap=options.max_concurrency,
                 )
+                stackbinding.require_pull_secrets(rendered, stack)
                 outputs = {
                     wave.index: tuple(
                         str(out["uri"])
@@ -410,7 +414,7 @@ def _infrastructure(
         "context": context_name or (stack.context if stack else None),
         "namespace": stack.namespace if stack else None,
         "stack": stack.name if stack else None,
-        "stack_source": "configuration file" if stack else None,
+        "stack_source": stack.source if stack else None,
         "execution": "runtime" if runtime else "one-shot",
     }
 
@@ -427,7 +431,7 @@ def _source_request(options: SubmitOptions) -> sourcing.SourceRequest:
 
 
 def _stack_settings(
-    options: SubmitOptions, env: Mapping[str, str]
+    options: SubmitOptions, env: Mapping[str, str], services: live.LiveServices | None = None
 ) -> stackfile.StackSettings | None:
     """The stack's file; for a live submit overlaid with its outputs when the engine has them
     (pulumi.md: submit runs against what the stack declared, not ad-hoc flags)."""
@@ -435,7 +439,12 @@ def _stack_settings(
         return None
     if options.plan_only:
         return stackfile.read_stack(options.stack, options.project_root)
-    return stackfile.resolve_stack(options.stack, options.project_root, env)
+    return stackfile.resolve_stack(
+        options.stack,
+        options.project_root,
+        env,
+        engine_factory=services.stack_engine if services is not None else None,
+    )
 
 
 def _live_request(

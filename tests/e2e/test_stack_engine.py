@@ -18,8 +18,10 @@ from pathlib import Path
 import pytest
 
 from npa_infra.kube import kubeconfig
+from npa_infra.skypilot.isolation import IsolatedDir
 from npa_infra.stack import api
 from npa_infra.stack.models import DestroyStatus, UpStatus
+from npa_infra.workflow import stackfile
 from tests.support.skysim import harness
 
 pytestmark = pytest.mark.e2e
@@ -96,6 +98,10 @@ def test_real_engine_lifecycle(world: tuple[api.StackRequest, dict[str, str]]) -
     assert outputs.context == os.environ["NPA_E2E_KUBE_CONTEXT"]
     assert outputs.controller_name.startswith("sky-jobs-controller-")
     assert Path(outputs.skypilot_config_path).is_file()
+    bound = stackfile.resolve_stack(request.stack, request.project_root, env)
+    assert bound.source == stackfile.FROM_OUTPUTS
+    assert bound.controller_name == outputs.controller_name
+    assert IsolatedDir(Path(outputs.isolated_config_dir)).owner() == request.stack
 
     again = api.preview(request, env=env)
     assert again.changes_present is False, again.steps
@@ -113,3 +119,4 @@ def test_real_engine_lifecycle(world: tuple[api.StackRequest, dict[str, str]]) -
 
     gone = api.destroy(request, env=env, yes=True)
     assert gone.status is DestroyStatus.DESTROYED
+    assert IsolatedDir(Path(outputs.isolated_config_dir)).owner() is None

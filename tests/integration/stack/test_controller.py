@@ -111,6 +111,7 @@ def test_create_writes_isolated_config_exact_context(
         str(isolated.config_file),
     )
     assert (isolated.home / ".kube" / "config").resolve() == fake_kube.kubeconfig.resolve()
+    assert isolated.owner() == "dev"  # claimed: submits of the stack adopt it, never rewrite it
 
 
 def test_create_refuses_missing_service_account(env: dict[str, str], tmp_path: Path) -> None:
@@ -201,6 +202,7 @@ def test_delete_refused_while_run_active_sky_untouched(
     assert "--cancel-runs" in caught.value.message
     assert "r-other-stack" not in caught.value.message
     assert down_calls(sim, tmp_path) == []
+    assert IsolatedDir(tmp_path / "state").owner() == "dev"  # still the stack's
 
 
 def test_delete_proceeds_after_cancel_proved_jobs_gone(
@@ -250,6 +252,7 @@ def test_delete_after_jobs_terminal_tears_down(
     provider.delete(created.id, created.outs)
 
     assert cli.queue().job_ids("npa-busy") == ()  # the controller and its queue are gone
+    assert IsolatedDir(tmp_path / "state").owner() is None  # the claim is released with it
 
 
 def test_delete_without_sky_binary_refuses_with_remedy(env: dict[str, str], tmp_path: Path) -> None:

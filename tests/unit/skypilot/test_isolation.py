@@ -219,3 +219,72 @@ def test_resolve_isolated_dir_bad_stack_name_is_config_error(tmp_path: Path) -> 
 
     with pytest.raises(ConfigError, match="cannot name a state directory"):
         resolve_isolated_dir(None, {"NPA_HOME": str(tmp_path)}, {}, "../evil")
+
+
+# -- a directory a stack's controller resource claimed ---------------------------------------------
+STACK_SETTINGS = ControllerSettings(
+    pod_config={"spec": {"imagePullSecrets": [{"name": "npa-nebius-registry"}]}},
+    remote_identity="npa-runner",
+)
+
+
+def _owned(tmp_path: Path, caller: dict[str, str]) -> tuple[IsolatedDir, bytes]:
+    iso = IsolatedDir(tmp_path / "owned")
+    iso.prepare(caller, context="npa-ctx", controller=STACK_SETTINGS, stack="dev", own=True)
+    return iso, iso.config_file.read_bytes()
+
+
+def test_owned_config_claimed_private_and_never_rewritten_by_a_submit(
+    tmp_path: Path, caller: dict[str, str]
+) -> None:
+    iso, written = _owned(tmp_path, caller)
+    assert iso.owner() == "dev" and _mode(iso.owner_file) == 0o600
+    assert yaml.safe_load(written)["kubernetes"]["remote_identity"] == "npa-runner"
+
+    iso.prepare(caller, context="npa-ctx", controller=ControllerSettings(), stack="dev")
+
+    assert iso.config_file.read_bytes() == written  # adopted as it is: SA and secrets kept
+
+
+def test_owned_config_refused_to_another_stack_or_none(
+    tmp_path: Path, caller: dict[str, str]
+) -> None:
+    iso, written = _owned(tmp_path, caller)
+    for stack in ("prod", None):
+        with pytest.raises(ConfigError, match="controller of stack dev") as err:
+            iso.prepare(caller, context="npa-ctx", controller=ControllerSettings(), stack=stack)
+        assert "--stack dev" in err.value.remedy
+    assert iso.config_file.read_bytes() == written
+
+
+def test_owned_config_refused_for_another_context(tmp_path: Path, caller: dict[str, str]) -> None:
+    iso, _ = _owned(tmp_path, caller)
+    with pytest.raises(ConfigError, match=r"allows \['npa-ctx'\], not other-ctx"):
+        iso.prepare(caller, context="other-ctx", controller=ControllerSettings(), stack="dev")
+
+
+def test_owner_rewrites_and_release_frees_the_directory(
+    tmp_path: Path, caller: dict[str, str]
+) -> None:
+    iso, _ = _owned(tmp_path, caller)
+    iso.prepare(
+        caller, context="npa-ctx", controller=ControllerSettings(cpus=4), stack="dev", own=True
+    )
+    assert (
+        yaml.safe_load(iso.config_file.read_text())["jobs"]["controller"]["resources"]["cpus"] == 4
+    )
+
+    iso.release()
+
+    assert iso.owner() is None
+    iso.prepare(caller, context="other-ctx", controller=ControllerSettings(), stack=None)
+    assert yaml.safe_load(iso.config_file.read_text())["kubernetes"]["allowed_contexts"] == [
+        "other-ctx"
+    ]
+
+
+def test_own_without_stack_name_refused(tmp_path: Path, caller: dict[str, str]) -> None:
+    with pytest.raises(ConfigError, match="needs the stack's name"):
+        IsolatedDir(tmp_path / "d").prepare(
+            caller, context="c", controller=ControllerSettings(), own=True
+        )

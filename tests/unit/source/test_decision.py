@@ -19,6 +19,8 @@ SAVED_CURRENT = f"s3://other/npa-src/npa/{LOCAL}/"
 SAVED_OLD = f"s3://bkt/npa-src/npa/{OLD}/"
 ENV = "s3://team/src/custom"
 JOURNAL = f"s3://bkt/npa-src/npa/{OLD}/"
+STACK_CURRENT = f"s3://stack/npa-src/npa/{LOCAL}/"
+STACK_OLD = f"s3://stack/npa-src/npa/{OLD}/"
 
 
 def inputs(**overrides: object) -> SourceInputs:
@@ -143,6 +145,55 @@ CASES = [
         SourceOrigin.CHECKOUT,
         STAGED,
     ),
+    (
+        {"stack_uri": STACK_CURRENT, "saved_uri": SAVED_CURRENT},
+        SourceAction.KEEP,
+        SourceReason.STACK_CURRENT,
+        SourceOrigin.STACK,
+        STACK_CURRENT,
+    ),
+    (
+        {"stack_uri": STACK_CURRENT, "no_stage": True},
+        SourceAction.KEEP,
+        SourceReason.STACK_CURRENT,
+        SourceOrigin.STACK,
+        STACK_CURRENT,
+    ),
+    (
+        {"stack_uri": STACK_OLD, "local_fingerprint": ""},
+        SourceAction.KEEP,
+        SourceReason.STACK_UNCHECKED,
+        SourceOrigin.STACK,
+        STACK_OLD,
+    ),
+    (
+        {"stack_uri": STACK_OLD, "saved_uri": SAVED_CURRENT},
+        SourceAction.REFUSE,
+        SourceReason.STACK_OUTDATED,
+        SourceOrigin.STACK,
+        STACK_OLD,
+    ),
+    (
+        {"stack_uri": STACK_OLD, "force": True},
+        SourceAction.STAGE,
+        SourceReason.FORCED,
+        SourceOrigin.CHECKOUT,
+        STAGED,
+    ),
+    (
+        {"stack_uri": STACK_OLD, "env_uri": ENV},
+        SourceAction.KEEP,
+        SourceReason.EXPLICIT,
+        SourceOrigin.ENVIRONMENT,
+        ENV,
+    ),
+    (
+        {"stack_uri": STACK_OLD, "journal_uri": JOURNAL},
+        SourceAction.KEEP,
+        SourceReason.RESUMED,
+        SourceOrigin.JOURNAL,
+        JOURNAL,
+    ),
 ]
 IDS = [
     "not-required",
@@ -163,6 +214,13 @@ IDS = [
     "saved-not-fingerprint",
     "missing",
     "force-over-current",
+    "stack-current-beats-saved",
+    "stack-current-no-stage-verify-only",
+    "stack-no-checkout-kept",
+    "stack-outdated-refused-not-saved",
+    "force-beats-stack",
+    "env-beats-stack",
+    "resume-beats-stack",
 ]
 
 

@@ -77,7 +77,7 @@ def test_submit_live_uses_the_global_pull_secret_of_the_generated_config(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(live, "execute", lambda *a, **k: "launched")
-    monkeypatch.setattr(submission, "_stack_settings", lambda options, env: STACK)
+    monkeypatch.setattr(submission, "_stack_settings", lambda options, env, services=None: STACK)
     fake = FakePodProber("stack-ctx", service_accounts={"skypilot-service-account": ("sa",)})
 
     result = submission.submit(
