@@ -118,6 +118,31 @@ FIELDS: dict[str, frozenset[str]] = {
     "ErrorEvent": frozenset({"error"}),
 }
 
+# The fields tagged ``omitempty``: Go's encoder leaves them out when they hold their
+# zero value (false, "", 0, null, an empty list or map) and writes them otherwise.
+# Every other field of a struct is always written, null or empty included.
+OMITEMPTY: dict[str, frozenset[str]] = {
+    "DiagnosticEvent": frozenset({"urn", "prefix", "streamID", "ephemeral"}),
+    "StartDebuggingEvent": frozenset({"config"}),
+    "PolicyEvent": frozenset({"resourceUrn"}),
+    "PolicyRemediationEvent": frozenset({"resourceUrn", "before", "after"}),
+    "PolicyAnalyzeSummaryEvent": frozenset({"passed", "failed"}),
+    "PolicyRemediateSummaryEvent": frozenset({"passed", "failed"}),
+    "PolicyAnalyzeStackSummaryEvent": frozenset({"passed", "failed"}),
+    "ResourcePreEvent": frozenset({"planning"}),
+    "ResOutputsEvent": frozenset({"planning"}),
+    "StepEventMetadata": frozenset({"keys", "diffs", "logical"}),
+    "StepEventStateMetadata": frozenset(
+        {"custom", "delete", "protect", "taint", "retainOnDelete", "initErrors"}
+    ),
+}
+_ZERO: tuple[object, ...] = (False, "", 0, None, [], {})
+
+
+def _is_zero(value: object) -> bool:
+    return type(value) in (bool, str, int, list, dict, type(None)) and value in _ZERO
+
+
 # EngineEvent's payload keys and the struct each holds; exactly one per event.
 PAYLOADS: dict[str, str] = {
     "cancelEvent": "CancelEvent",
@@ -189,9 +214,15 @@ def _struct_problems(struct: str, value: object, where: str) -> list[str]:
     """Problems of ``value`` as the apitype ``struct`` found at ``where``."""
     if not isinstance(value, dict):
         return [f"{where} ({struct}) is {type(value).__name__}, not an object"]
-    problems: list[str] = []
+    omitted = OMITEMPTY.get(struct, frozenset())
+    problems = [
+        f"missing key {key!r} at {where} ({struct}): the engine always writes it"
+        for key in sorted(FIELDS[struct] - omitted - value.keys())
+    ]
     for key, item in value.items():
         at = f"{where}.{key}"
+        if key in omitted and _is_zero(item):
+            problems.append(f"{at} = {item!r}: the engine omits this field when it is empty")
         if key not in FIELDS[struct]:
             problems.append(f"unknown key {key!r} at {where} ({struct})")
         elif (struct, key) in NESTED:
@@ -285,7 +316,24 @@ def test_event_log_sequence_increasing_ends_summary_then_cancel(log: Path) -> No
     assert payloads.count("cancelEvent") == 1
 
 
-_STEP = {"op": "update", "urn": "u", "type": "t", "provider": ""}
+_STEP = {
+    "op": "update",
+    "urn": "u",
+    "type": "t",
+    "provider": "",
+    "old": None,
+    "new": None,
+    "detailedDiff": None,
+}
+_STATE = {
+    "type": "t",
+    "urn": "u",
+    "id": "",
+    "parent": "",
+    "inputs": {},
+    "outputs": {},
+    "provider": "",
+}
 BAD_LINES: list[tuple[str, dict[str, object] | list[int], str]] = [
     ("not-an-object", [1, 2], "not an object"),
     ("no-payload", {"sequence": 1, "timestamp": 1}, "exactly one payload"),
@@ -332,7 +380,11 @@ BAD_LINES: list[tuple[str, dict[str, object] | list[int], str]] = [
         {
             "sequence": 1,
             "timestamp": 1,
-            "resOpFailedEvent": {"metadata": {**_STEP, "new": {"urn": "u", "secret": True}}},
+            "resOpFailedEvent": {
+                "metadata": {**_STEP, "new": {**_STATE, "secret": True}},
+                "status": 1,
+                "steps": 1,
+            },
         },
         "unknown key 'secret'",
     ),
@@ -349,6 +401,35 @@ BAD_LINES: list[tuple[str, dict[str, object] | list[int], str]] = [
             },
         },
         "unknown key 'streamId'",
+    ),
+    (
+        "state-without-id",
+        {
+            "sequence": 1,
+            "timestamp": 1,
+            "resourcePreEvent": {
+                "metadata": {**_STEP, "new": {k: v for k, v in _STATE.items() if k != "id"}}
+            },
+        },
+        "missing key 'id'",
+    ),
+    (
+        "omitempty-false-written",
+        {
+            "sequence": 1,
+            "timestamp": 1,
+            "resourcePreEvent": {"metadata": {**_STEP, "new": {**_STATE, "protect": False}}},
+        },
+        "omits this field when it is empty",
+    ),
+    (
+        "metadata-without-old",
+        {
+            "sequence": 1,
+            "timestamp": 1,
+            "resOutputsEvent": {"metadata": {k: v for k, v in _STEP.items() if k != "old"}},
+        },
+        "missing key 'old'",
     ),
     (
         "summary-camel-policypacks",
