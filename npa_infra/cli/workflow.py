@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from npa_infra.registry.models import CheckResult
     from npa_infra.workflow.api import PlanReport
     from npa_infra.workflow.live import LiveResult
+    from npa_infra.workflow.runstatus import AllStatusReport, StatusReport
     from npa_infra.workflow.submission import SubmitReport
 
 __all__ = ["app"]
@@ -485,6 +486,7 @@ RunIdArg = Annotated[str, typer.Argument(help="The run id.", show_default=False)
 
 @app.command("status")
 def status(
+    ctx: typer.Context,
     run_id: Annotated[
         str | None, typer.Argument(help="The run id (or --all).", show_default=False)
     ] = None,
@@ -498,51 +500,69 @@ def status(
         bool, typer.Option("--cached", help="Journal only: no SkyPilot or cluster calls.")
     ] = False,
     watch: Annotated[
-        bool, typer.Option("--watch", help="Repeat until no listed run is in progress.")
+        bool,
+        typer.Option(
+            "--watch",
+            help="Refresh until no listed run is in progress (with --json: print only the last).",
+        ),
     ] = False,
-    interval: Annotated[float, typer.Option("--interval", min=1.0, help="Watch interval.")] = 10.0,
+    interval: Annotated[
+        float, typer.Option("--interval", min=1.0, help="Seconds between --watch refreshes.")
+    ] = 10.0,
     as_json: JsonOpt = False,
 ) -> None:
     """Show a run (or --all runs): waves, attempts, job ids, SkyPilot status, budgets, blockers.
 
-    Exit codes: 0 succeeded or in progress; 1 NOT_FOUND, ABSENT, FAILED*,
-    CANCELLED or BLOCKED; 2 VERIFICATION_UNAVAILABLE, or a usage error (neither
-    or both of RUN_ID and --all); 3 PARTIAL or DEGRADED; 4 NOT_SUBMITTED or
-    PLAN_ONLY. With --all: the worst of the runs' codes, 1 before 2, 3, 4, 0.
+    With --watch the view is printed once per refresh until nothing is in
+    progress; with --watch --json only the last refresh's document is printed
+    (one JSON document, as every --json). Exit codes (of the last refresh): 0
+    succeeded or in progress; 1 NOT_FOUND, ABSENT, FAILED*, CANCELLED or
+    BLOCKED; 2 VERIFICATION_UNAVAILABLE, or a usage error (neither or both of
+    RUN_ID and --all); 3 PARTIAL or DEGRADED; 4 NOT_SUBMITTED or PLAN_ONLY.
+    With --all: the worst of the runs' codes, 1 before 2, 3, 4, 0.
     """
     import os
-    import time
 
     from npa_infra.errors import UsageError
-    from npa_infra.workflow import runstatus
+    from npa_infra.workflow import live, runstatus
 
     if (run_id is None) == (not all_runs) or (stack is not None and not all_runs):
         output.fail(
             UsageError("give exactly one of RUN_ID or --all (--stack needs --all)"),
             as_json=as_json,
         )
-    while True:
-        with _guard(as_json, {"run_id": run_id}):
-            if all_runs:
-                report: Any = runstatus.all_status(env=os.environ, stack=stack, cached=cached)
-                runs = report.runs
-            else:
-                report = runstatus.run_status(str(run_id), env=os.environ, cached=cached)
-                runs = [report]
-        if as_json:
-            output.emit_json(report.to_json())
-        elif all_runs:
-            _print_all(runs)
-        else:
-            _print_status(report)
-        if not watch or not any(r.status in _IN_PROGRESS for r in runs):
-            break
-        time.sleep(interval)
+    # the adapters and clock an embedding caller (or a test) put in the root context
+    services = ctx.obj if isinstance(ctx.obj, live.LiveServices) else None
+    with _guard(as_json, {"run_id": run_id}):
+        for number, report in enumerate(
+            runstatus.refreshes(
+                None if all_runs else run_id,
+                env=os.environ,
+                stack=stack,
+                cached=cached,
+                interval=interval,
+                services=services,
+            )
+        ):
+            if not as_json:
+                _print_report(report, first=number == 0)
+            if not watch:
+                break
+    if as_json:
+        output.emit_json(report.to_json())
     if report.exit_code:
         raise typer.Exit(report.exit_code)
 
 
-_IN_PROGRESS = ("PENDING", "STARTING", "RUNNING", "RECOVERING", "CANCELLING", "LAUNCHING")
+def _print_report(report: "StatusReport | AllStatusReport", *, first: bool) -> None:
+    from npa_infra.workflow import runstatus
+
+    if not first:
+        output.out()  # one blank line between the frames of --watch
+    if isinstance(report, runstatus.AllStatusReport):
+        _print_all(report.runs)
+    else:
+        _print_status(report)
 
 
 def _print_status(report: Any) -> None:

@@ -34,6 +34,7 @@ from npa_infra.errors import (
     UsageError,
 )
 from npa_infra.runs.models import LaunchState, TransactionRecord
+from npa_infra.skypilot.sharedqueue import SharedQueue
 from npa_infra.workflow import attempts, credentials, stackbinding
 from npa_infra.workflow.launcher import Clock, LaunchDriver
 
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from npa_infra.skypilot.isolation import IsolatedDir
     from npa_infra.stack.api import EngineFactory
     from npa_infra.storage.base import ObjectStore
+    from npa_infra.workflow.recovery import Recomputed
     from npa_infra.workflow.stackfile import StackSettings
 
 __all__ = [
@@ -113,6 +115,9 @@ class LiveRequest:
     isolated_config_dir: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     replan: Callable[[Mapping[str, str]], RoutedPlan] | None = None  # runtime routing
+    # (decisions, wave) -> that wave's identity recomputed from the spec file as it is now
+    # (workflow.reidentification); a verified relaunch compares it with the attempt's (issue 9).
+    reidentify: Callable[[Mapping[str, str], int], Recomputed] | None = None
     # Stages or verifies the NPA source (workflow.sourcing.apply); returns the journal record.
     stage_source: Callable[[], Mapping[str, Any]] | None = None
 
@@ -290,6 +295,7 @@ def execute(
                 store=(services.store if services and services.store else _boto_store),
                 cluster=cluster,
                 progress=services.progress if services else None,
+                shared_queue=SharedQueue(sky, isolated.root / "supervision", clock.now),
                 launch=lambda job, wave_index, new_attempt=False, exports=None: (
                     attempts.launch_wave(
                         request,

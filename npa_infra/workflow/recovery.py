@@ -26,7 +26,14 @@ if TYPE_CHECKING:
     from npa_infra.storage.models import ObjectProbe
     from npa_infra.workflow.launcher import Clock
 
-__all__ = ["Check", "cancel_verified", "identity_unchanged", "outputs_absent", "probe_outputs"]
+__all__ = [
+    "Check",
+    "Recomputed",
+    "cancel_verified",
+    "identity_unchanged",
+    "outputs_absent",
+    "probe_outputs",
+]
 
 CANCEL_POLL = 5.0
 CANCEL_DEADLINE = 300.0
@@ -37,6 +44,15 @@ class Check:
     ok: bool
     reason: str
     indeterminate: bool = False  # unknown evidence: blocks, and is not a definite failure
+
+
+@dataclass(frozen=True, slots=True)
+class Recomputed:
+    """A wave's identity recomputed from the current inputs: its task-YAML sha256, or
+    (``digest`` None) why it could not be recomputed, e.g. the spec no longer validates."""
+
+    digest: str | None
+    reason: str = "the wave's identity could not be recomputed"
 
 
 def cancel_verified(sky: SkyPilot, clock: Clock, job_id: int) -> Check:
@@ -61,11 +77,21 @@ def cancel_verified(sky: SkyPilot, clock: Clock, job_id: int) -> Check:
         clock.sleep(CANCEL_POLL)
 
 
-def identity_unchanged(expected_digest: str | None, recompute: Callable[[], str | None]) -> Check:
-    """The wave's task YAML digest, recomputed now, equals the attempt's recorded one."""
-    current = recompute()
-    if expected_digest is None or current is None:
-        return Check(False, "the wave's identity could not be recomputed", indeterminate=True)
+def identity_unchanged(
+    expected_digest: str | None, recompute: Callable[[], str | Recomputed | None]
+) -> Check:
+    """The wave's task YAML digest, recomputed now, equals the attempt's recorded one.
+
+    ``recompute`` returns the digest, or a ``Recomputed`` carrying the reason when
+    there is none; no digest on either side is unknown evidence and blocks (§3).
+    """
+    answer = recompute()
+    fresh = answer if isinstance(answer, Recomputed) else Recomputed(answer)
+    current = fresh.digest
+    if current is None:
+        return Check(False, fresh.reason, indeterminate=True)
+    if expected_digest is None:
+        return Check(False, "the attempt being replaced recorded no identity", indeterminate=True)
     if current != expected_digest:
         return Check(
             False,

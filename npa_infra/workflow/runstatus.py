@@ -9,12 +9,17 @@ pending reason reported (kubernetes.md §6). One run and all runs share that
 verification (``_verify``): ``--all`` costs one queue read, one pod list and
 one node list per (stack, context), never a read per job. Exit codes: cli.md
 §1.5; for ``--all`` the worst of the runs' codes (``worst_exit_code``).
+
+``refreshes`` is ``--watch``: one report per refresh, ``interval`` seconds
+apart on the injected clock (``LiveServices.clock``; the real ``time.sleep``
+only when none is given), until no listed run is in progress.
 """
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -31,11 +36,14 @@ if TYPE_CHECKING:
     from npa_infra.workflow.live import LiveServices
 
 __all__ = [
+    "IN_PROGRESS_STATUSES",
     "STATUS_EXIT_CODES",
     "TERMINAL_RUN_STATUSES",
+    "WATCH_INTERVAL_SECONDS",
     "AllStatusReport",
     "StatusReport",
     "all_status",
+    "refreshes",
     "run_status",
     "worst_exit_code",
 ]
@@ -55,14 +63,19 @@ STATUS_EXIT_CODES: dict[str, int] = {
 
 # a journal run status after which no job of the run can still be live
 TERMINAL_RUN_STATUSES = frozenset({"SUCCEEDED", "FAILED", "ROLLED_BACK", "CANCELLED", "PLANNED"})
+# a reported status that ``--watch`` keeps refreshing (anything else ends the watch)
+IN_PROGRESS_STATUSES = frozenset(
+    {"PENDING", "STARTING", "RUNNING", "RECOVERING", "CANCELLING", "LAUNCHING"}
+)
+WATCH_INTERVAL_SECONDS = 10.0
 # --all: the worst code wins, in this order (a failure or blocker first, then an
 # unverifiable answer, then a partial one, then never submitted; 0 only if all are 0)
 _EXIT_SEVERITY = (1, 2, 3, 4, 0)
 _PENDING = (JobStatus.PENDING, JobStatus.STARTING)
 _BLOCKER_EVENTS = ("blocker", "permanent_blocker")
 _SPEND_EVENTS = {
-    "payload_retry": "retries_used",
-    "infrastructure_recovery": "infrastructure_recoveries_used",
+    "payload_retry": "retries",
+    "infrastructure_recovery": "infrastructure_recoveries",
 }
 
 
@@ -101,6 +114,10 @@ class StatusReport:
     def exit_code(self) -> int:
         return exit_code_for(self.status)
 
+    @property
+    def in_progress(self) -> bool:
+        return self.status in IN_PROGRESS_STATUSES
+
     def to_json(self) -> dict[str, Any]:
         return {
             "run_id": self.run_id,
@@ -138,6 +155,10 @@ class AllStatusReport:
     @property
     def exit_code(self) -> int:
         return worst_exit_code(r.exit_code for r in self.runs)
+
+    @property
+    def in_progress(self) -> bool:
+        return any(r.in_progress for r in self.runs)
 
     def to_json(self) -> dict[str, Any]:
         return {"runs": [r.to_json() for r in self.runs], "queue_state": self.queue_state}
@@ -206,6 +227,36 @@ def all_status(
         journal.close()
 
 
+def refreshes(
+    run_id: str | None,
+    *,
+    env: Mapping[str, str],
+    stack: str | None = None,
+    cached: bool = False,
+    interval: float = WATCH_INTERVAL_SECONDS,
+    services: LiveServices | None = None,
+) -> Iterator[StatusReport | AllStatusReport]:
+    """``--watch``: the run's (``run_id``) or all runs' (None) report, once per refresh.
+
+    Each report is read afresh (``run_status`` or ``all_status``); after one in
+    which nothing is in progress the iteration ends, otherwise it sleeps
+    ``interval`` seconds on ``services.clock`` (tests move virtual time) before
+    the next read. The last report decides the exit code.
+    """
+    clock = services.clock if services is not None else None
+    sleep = clock.sleep if clock is not None else time.sleep
+    while True:
+        report: StatusReport | AllStatusReport
+        if run_id is None:
+            report = all_status(env=env, stack=stack, cached=cached, services=services)
+        else:
+            report = run_status(run_id, env=env, cached=cached, services=services)
+        yield report
+        if not report.in_progress:
+            return
+        sleep(interval)
+
+
 def _overall_queue_state(states: list[str]) -> str:
     read = [s for s in states if s != "not_read"]
     if not read:
@@ -255,14 +306,25 @@ def _from_journal(journal: Journal, run: RunRow) -> StatusReport:
     return report
 
 
-def _budget(wave: int, left: dict[str, Any], events: list[EventRow]) -> dict[str, Any]:
-    """The persisted ``*_left`` plus ``*_used``: one journaled spend event per relaunch."""
+def _budget(wave: int, stored: dict[str, Any], events: list[EventRow]) -> dict[str, Any]:
+    """The persisted ``*_left`` and ``*_total``, plus ``*_used``: one spend event per relaunch.
+
+    A journal written before totals were stored has none: the total is then
+    what is left plus what was used.
+    """
     used = dict.fromkeys(_SPEND_EVENTS.values(), 0)
     for event in events:
         which = _SPEND_EVENTS.get(event.kind)
         if which is not None and event.data.get("wave") == wave:
             used[which] += 1
-    return {**left, **used}
+    budget: dict[str, Any] = {}
+    for kind, spent in used.items():
+        left = int(stored.get(f"{kind}_left") or 0)
+        total = stored.get(f"{kind}_total")
+        budget[f"{kind}_left"] = left
+        budget[f"{kind}_used"] = spent
+        budget[f"{kind}_total"] = int(total) if isinstance(total, int) else left + spent
+    return budget
 
 
 def _last_blocker(

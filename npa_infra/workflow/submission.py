@@ -52,6 +52,7 @@ from npa_infra.workflow import (
     live,
     loading,
     pullcheck,
+    reidentification,
     sourcing,
     stackbinding,
     stackfile,
@@ -330,31 +331,15 @@ def submit(
             ),
         )
         if runtime:
+            router = reidentification.Router(
+                catalog, run_id, options, settings, environ, cluster_factory
+            )
 
             def replan(decided: Mapping[str, str]) -> live.RoutedPlan:
                 # dsl.md §5.4: real decisions route the run; the plan stops at the
                 # first decision not read yet.
-                routed = planner.build_plan(
-                    spec,
-                    catalog,
-                    run_id=run_id,
-                    assume_decision=options.assume_decision,
-                    decisions=decided,
-                )
-                remapped = accelerators.resolve_for_plan(
-                    routed,
-                    infra=options.infra,
-                    enabled=options.resolve_accelerators,
-                    env=environ,
-                    cluster_factory=cluster_factory,
-                )
-                rendered = documents.render_plan(
-                    remapped.plan,
-                    settings,
-                    runtime=True,
-                    max_concurrency_cap=options.max_concurrency,
-                )
-                stackbinding.require_pull_secrets(rendered, stack)
+                fresh = router.render(spec, decided)
+                stackbinding.require_pull_secrets(fresh.jobs, stack)
                 outputs = {
                     wave.index: tuple(
                         str(out["uri"])
@@ -363,20 +348,22 @@ def submit(
                         if out.get("uri")
                     )
                     for wave in waves.compute(
-                        remapped.plan, max_concurrency_cap=options.max_concurrency
+                        fresh.remapped, max_concurrency_cap=options.max_concurrency
                     )
                 }
                 schemas = {  # declared output URI -> its schema label, recorded with each probe
                     str(out["uri"]): str(out["schema"])
-                    for step in remapped.plan.steps
+                    for step in fresh.remapped.steps
                     for out in step.outputs
                     if out.get("uri") and out.get("schema")
                 }
                 return live.RoutedPlan(
-                    rendered, routed.pending, routed.decisions_used, outputs, schemas
+                    fresh.jobs, fresh.routed.pending, fresh.routed.decisions_used, outputs, schemas
                 )
 
-            request = dataclasses.replace(request, replan=replan)
+            # a relaunch re-identifies the wave from the spec file as it is then (issue 9)
+            reidentify = router.reidentifier(spec_path)
+            request = dataclasses.replace(request, replan=replan, reidentify=reidentify)
         return live.execute(request, environ, services)
     paths = _write(jobs, (options.render_dir or npa_config.npa_home(environ) / "rendered") / run_id)
     docker_secrets = sorted({n for j in jobs for i in j.images for n in secret_names_for_image(i)})

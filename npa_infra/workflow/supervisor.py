@@ -10,7 +10,6 @@ journaled before the next one starts.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -31,6 +30,8 @@ if TYPE_CHECKING:
     from npa_infra.kube.base import KubeCluster
     from npa_infra.render.documents import RenderedJob
     from npa_infra.skypilot.base import SkyPilot
+    from npa_infra.skypilot.models import QueueResult
+    from npa_infra.skypilot.sharedqueue import SharedQueue
     from npa_infra.storage.base import ObjectStore
     from npa_infra.workflow.launcher import Clock, LaunchDriver
     from npa_infra.workflow.live import LiveRequest, LiveResult
@@ -73,8 +74,13 @@ def run_waves(
     launch: Launch,
     cluster: KubeCluster | None = None,
     progress: Callable[[str], None] | None = None,
+    shared_queue: SharedQueue | None = None,
 ) -> LiveResult:
-    """Launch every wave in order; one-shot stops after the launch, runtime waits for each."""
+    """Launch every wave in order; one-shot stops after the launch, runtime waits for each.
+
+    ``shared_queue``: each supervision tick's queue read, shared with every other run
+    supervised on the same controller (``skypilot.sharedqueue``); None reads alone.
+    """
     from npa_infra.workflow import live
 
     records: list[TransactionRecord] = []
@@ -83,7 +89,17 @@ def run_waves(
     try:
         if request.mode == "runtime" and request.replan is not None:
             return _run_routed(
-                request, journal, sky, clock, store, launch, records, job_ids, cluster, progress
+                request,
+                journal,
+                sky,
+                clock,
+                store,
+                launch,
+                records,
+                job_ids,
+                cluster,
+                progress,
+                shared_queue,
             )
         return _run_listed(request, journal, sky, clock, launch, records, job_ids)
     except KeyboardInterrupt:
@@ -149,6 +165,7 @@ def _run_routed(
     job_ids: list[int],
     cluster: KubeCluster | None,
     progress: Callable[[str], None] | None = None,
+    shared_queue: SharedQueue | None = None,
 ) -> LiveResult:
     """Runtime mode with decisions: run the plan prefix, read the decision, re-plan, go on.
 
@@ -166,11 +183,13 @@ def _run_routed(
     poll = dict(request.extra.get("poll") or {})
     replan = request.replan
 
-    def recompute_digest(index: int) -> str | None:
-        # the identity is recomputed from the current inputs, never copied (§3)
-        fresh = replan(decided)
-        job = next((j for j in fresh.jobs if j.wave == index), None)
-        return hashlib.sha256(job.text.encode()).hexdigest() if job is not None else None
+    def recompute_digest(index: int) -> recovery.Recomputed:
+        # the identity is recomputed from the current inputs, never copied (§3): the
+        # spec file is re-read from disk, so an edit made while the run is supervised
+        # shows; the spec already in memory (replan) could never differ
+        if request.reidentify is None:
+            return recovery.Recomputed(None, "this run cannot re-read its spec to re-identify")
+        return request.reidentify(decided, index)
 
     context = WaveContext(
         cluster=cluster,
@@ -181,6 +200,7 @@ def _run_routed(
         outputs=lambda index: tuple(replan(decided).outputs.get(index, ())),
         schemas=lambda index: replan(decided).schemas,
         progress=progress,
+        shared_queue=shared_queue,
     )
     while True:
         routed = request.replan(decided)
@@ -252,6 +272,7 @@ def _run_wave(
             interval=context.interval,
             progress=context.progress,
             label=f"wave {index:02d} {record.job_name} (job {record.job_id})",
+            read_queue=_tick_reader(context),
         )
         Verdict = supervision.Verdict
         if result.verdict is Verdict.SUCCEEDED:
@@ -308,10 +329,19 @@ class WaveContext:
     policy: supervision.WatchPolicy
     interval: float
     store: Callable[[], ObjectStore]
-    recompute_digest: Callable[[int], str | None]
+    recompute_digest: Callable[[int], str | recovery.Recomputed | None]
     outputs: Callable[[int], tuple[str, ...]]
     progress: Callable[[str], None] | None = None
     schemas: Callable[[int], Mapping[str, str]] = lambda index: {}  # output URI → schema label
+    shared_queue: SharedQueue | None = None  # one queue read per tick for every run
+
+
+def _tick_reader(context: WaveContext) -> Callable[[float], QueueResult] | None:
+    shared = context.shared_queue
+    if shared is None:
+        return None
+    interval = context.interval
+    return lambda not_before: shared.read(max_age=interval, not_before=not_before)
 
 
 def _resumption(
@@ -349,16 +379,22 @@ def _resumption(
 
 
 def _budgets(request: LiveRequest, journal: Journal, index: int, now: float) -> dict[str, int]:
-    """The wave's persisted budgets; created from the flags the first time (never borrowed)."""
+    """The wave's persisted budgets; created from the flags the first time (never borrowed).
+
+    ``*_left`` is what may still be spent, ``*_total`` the budget the wave was
+    given (``status`` reports both; a journal from before totals has only ``*_left``).
+    """
     for wave in journal.waves(request.run_id):
         if wave.wave_index == index and "retries_left" in wave.budgets:
             stored = {k: int(v) for k, v in wave.budgets.items() if isinstance(v, int)}
             return _extended(request, journal, index, stored, now) if request.resume else stored
+    retries = int(request.extra.get("retries") or 0)
+    recoveries = int(request.extra.get("max_infrastructure_recoveries", 1))
     budgets = {
-        "retries_left": int(request.extra.get("retries") or 0),
-        "infrastructure_recoveries_left": int(
-            request.extra.get("max_infrastructure_recoveries", 1)
-        ),
+        "retries_left": retries,
+        "infrastructure_recoveries_left": recoveries,
+        "retries_total": retries,
+        "infrastructure_recoveries_total": recoveries,
     }
     journal.update_wave(request.run_id, index, budgets=budgets, now=now)
     return budgets
@@ -372,8 +408,9 @@ def _extended(
     Issue 9: an adopted job proven terminal on resume retries through the same
     durable path when the operator asks for retries now. The wave may use N
     retries in all, so what is left is N minus the retries already spent, and
-    never less than what the journal holds. The infrastructure budget is not
-    extended: its exhaustion is persisted and terminal.
+    never less than what the journal holds; ``retries_total`` becomes N. The
+    infrastructure budget is not extended: its exhaustion is persisted and
+    terminal.
     """
     used = sum(
         1
@@ -386,10 +423,16 @@ def _extended(
     journal.append_event(
         request.run_id,
         "budget_extended",
-        {"wave": index, "retries_left": wanted, "was": budgets["retries_left"], "used": used},
+        {
+            "wave": index,
+            "retries_left": wanted,
+            "retries_total": wanted + used,
+            "was": budgets["retries_left"],
+            "used": used,
+        },
         now=now,
     )
-    budgets = {**budgets, "retries_left": wanted}
+    budgets = {**budgets, "retries_left": wanted, "retries_total": wanted + used}
     journal.update_wave(request.run_id, index, budgets=budgets, now=now)
     return budgets
 

@@ -1,6 +1,8 @@
 """Watching one launched wave until ``runs.supervision`` says what happened to it.
 
-Each tick reads ``sky jobs queue --all -v`` once; while the job is PENDING or
+Each tick reads ``sky jobs queue --all -v`` once (through ``read_queue``: the
+supervisor shares one read per tick among every run on the controller,
+``skypilot.sharedqueue``); while the job is PENDING or
 STARTING it lists the job's pods once (by the whole-component job id in
 SkyPilot's cluster label) and classifies the blocker (kubernetes.md §6.3).
 Status changes and blockers are journaled as they are seen. A failed pod read
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from npa_infra.runs import liveness, supervision
-from npa_infra.skypilot.models import QueueRecord, QueueVerdict
+from npa_infra.skypilot.models import QueueRecord, QueueResult, QueueVerdict
 
 if TYPE_CHECKING:
     from npa_infra.gpus.catalog import GpuCatalog
@@ -52,14 +54,19 @@ def watch_job(
     interval: float,
     progress: Callable[[str], None] | None = None,
     label: str = "",
+    read_queue: Callable[[float], QueueResult] | None = None,
 ) -> WatchResult:
-    """Poll until the pure watch decides; every observation that changes is journaled."""
+    """Poll until the pure watch decides; every observation that changes is journaled.
+
+    ``read_queue(not_before)`` answers each tick's queue read with one taken no
+    earlier than this watch began (default: ``sky.queue(verbose=True)``, read now).
+    """
     state = supervision.WatchState.begin(clock.now())
     alive = liveness.Liveness()
     where = _Where(run_id, wave_index, attempt, job_id, label or str(job_id))
     blocker: dict[str, Any] | None = None
     while True:
-        queue = sky.queue(verbose=True)
+        queue = read_queue(state.started) if read_queue is not None else sky.queue(verbose=True)
         now = clock.now()
         status: str | None = None
         rows: list[Any] = []

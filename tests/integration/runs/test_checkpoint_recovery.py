@@ -159,6 +159,8 @@ def test_loader_with_unreadable_checkpoint_blocks_the_relaunch_and_spends_nothin
             "infrastructure_recoveries_left": 1,
             "retries_used": 0,
             "infrastructure_recoveries_used": 0,
+            "retries_total": 1,
+            "infrastructure_recoveries_total": 1,
         }
     }
 

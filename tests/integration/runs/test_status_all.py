@@ -112,6 +112,8 @@ def test_status_permanent_blocker_last_blocker_with_evidence_and_run_left_out_of
             "infrastructure_recoveries_left": 1,
             "retries_used": 0,
             "infrastructure_recoveries_used": 0,
+            "retries_total": 1,
+            "infrastructure_recoveries_total": 1,
         }
     }
     assert _all(world, cached=True).runs == []  # FAILED is terminal

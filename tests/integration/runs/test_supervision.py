@@ -71,6 +71,8 @@ def test_permanent_image_auth_blocker_cancels_exactly_that_job_and_spends_no_bud
             "infrastructure_recoveries_left": 1,
             "retries_used": 0,
             "infrastructure_recoveries_used": 0,
+            "retries_total": 2,
+            "infrastructure_recoveries_total": 1,
         }
     }
 
@@ -96,6 +98,8 @@ def test_transient_capacity_blocker_past_grace_relaunches_once_after_verified_ca
         "infrastructure_recoveries_left": 0,
         "retries_used": 0,
         "infrastructure_recoveries_used": 1,
+        "retries_total": 0,
+        "infrastructure_recoveries_total": 1,
     }
 
 
@@ -139,6 +143,8 @@ def test_failed_no_resource_relaunches_with_the_infrastructure_budget_not_retrie
         "infrastructure_recoveries_left": 0,
         "retries_used": 0,
         "infrastructure_recoveries_used": 1,
+        "retries_total": 1,
+        "infrastructure_recoveries_total": 1,
     }
 
 
@@ -240,6 +246,8 @@ def test_each_permanent_reason_cancels_exactly_that_job_and_never_relaunches(
             "infrastructure_recoveries_left": 1,
             "retries_used": 0,
             "infrastructure_recoveries_used": 0,
+            "retries_total": 1,
+            "infrastructure_recoveries_total": 1,
         }
     }
 
@@ -270,6 +278,8 @@ def test_each_transient_reason_one_verified_relaunch_then_exhaustion(
             "infrastructure_recoveries_left": 0,
             "retries_used": 0,
             "infrastructure_recoveries_used": 1,
+            "retries_total": 2,
+            "infrastructure_recoveries_total": 1,
         }
     }
 
@@ -300,3 +310,14 @@ def test_resume_adopts_an_in_flight_job_proven_failed_and_retries_only_with_budg
     else:
         assert again.exit_code == 1, again.to_json()
         assert names == [f"{run_id}-00-prepare"]  # the terminal outcome stays
+    # the resume's --retries raised the wave's stored total (the first submit gave it 0)
+    budgets = world.status(run_id, cached=True).budgets
+    assert budgets is not None
+    assert budgets["00"] == {
+        "retries_left": 0,
+        "infrastructure_recoveries_left": 1,
+        "retries_used": retries,
+        "infrastructure_recoveries_used": 0,
+        "retries_total": retries,
+        "infrastructure_recoveries_total": 1,
+    }

@@ -55,3 +55,21 @@ def test_status_all_no_journal_text_says_nothing_in_progress() -> None:
 )
 def test_worst_exit_code_ranks_1_then_2_3_4_0(codes: tuple[int, ...], worst: int) -> None:
     assert runstatus.worst_exit_code(codes) == worst
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "status"),
+    [
+        (("nobody-1", "--watch", "--json"), 1, "NOT_FOUND"),
+        (("--all", "--watch", "--json"), 0, None),
+    ],
+    ids=["unknown_run", "all_no_journal"],
+)
+def test_status_watch_json_nothing_in_progress_prints_one_document(
+    args: tuple[str, ...], code: int, status: str | None
+) -> None:
+    exit_code, stdout, stderr = _invoke(*args)
+    assert exit_code == code
+    payload = json.loads(stdout)  # one document, never one per refresh
+    assert payload.get("status") == status
+    assert stderr == ""

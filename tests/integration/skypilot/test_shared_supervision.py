@@ -1,0 +1,190 @@
+"""Two runs supervised at once on one controller: one ``sky jobs queue`` call per tick.
+
+Two supervisors (threads here, processes in production; the shared read is
+a file under the state directory, so it does not care) watch one job each
+through the real ``SkyCli`` against the ``sky`` simulator, on one virtual
+clock that advances only when both have slept (``Lockstep``). Every job
+moves one status per queue call in the simulator, so the count of queue
+calls is exactly the number of reads that reached it.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from npa_infra.runs import supervision
+from npa_infra.skypilot.sharedqueue import SharedQueue
+from npa_infra.skypilot.skycli import SkyCli
+from npa_infra.workflow import watch
+from npa_infra.workflow.launcher import Clock
+from npa_infra.workflow.watch import WatchResult
+from tests.integration.skypilot.simenv import Sim, make_sim
+
+INTERVAL = 30.0
+TIMELINE = ["PENDING", "STARTING", "RUNNING", "RUNNING", "SUCCEEDED"]
+
+
+class Lockstep:
+    """Virtual time for N supervisors: a sleep returns once every one still watching slept."""
+
+    def __init__(self, parties: int) -> None:
+        self.t = 1_800_000_000.0
+        self._parties = parties
+        self._arrived = 0
+        self._generation = 0
+        self._cond = threading.Condition()
+        self.ticks = 0
+
+    def now(self) -> float:
+        with self._cond:
+            return self.t
+
+    def sleep(self, seconds: float) -> None:
+        with self._cond:
+            generation = self._generation
+            self._arrived += 1
+            if self._arrived >= self._parties:
+                self._advance(seconds)
+            elif not self._cond.wait_for(lambda: self._generation != generation, timeout=60):
+                raise AssertionError("the other supervisor never slept")
+
+    def leave(self, seconds: float = INTERVAL) -> None:
+        with self._cond:
+            self._parties -= 1
+            if self._arrived and self._arrived >= self._parties:
+                self._advance(seconds)
+
+    def _advance(self, seconds: float) -> None:
+        self.t += seconds
+        self.ticks += 1
+        self._arrived = 0
+        self._generation += 1
+        self._cond.notify_all()
+
+    def clock(self) -> Clock:
+        return Clock(self.now, self.sleep, lambda: 0.5)
+
+
+@dataclass
+class RecordingJournal:
+    """The two journal writes ``watch_job`` makes, kept in memory."""
+
+    events: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def update_attempt(self, *_: Any, **__: Any) -> None:
+        return None
+
+    def append_event(self, run_id: str, kind: str, data: dict[str, Any], *, now: float) -> None:
+        with self.lock:
+            self.events.append((run_id, kind, data))
+
+
+def _launch_two(sim: Sim) -> tuple[SkyCli, dict[str, int]]:
+    sim.faults({"command": "jobs.launch", "action": "timeline", "statuses": TIMELINE})
+    cli = sim.cli()
+    ids = {}
+    for run in ("run-a", "run-b"):
+        assert cli.launch(sim.task(), name=f"{run}-00-train", infra="k8s/npa-ctx").accepted
+        (ids[run],) = cli.queue().job_ids(f"{run}-00-train")
+    return cli, ids
+
+
+def _verbose_queue_calls(sim: Sim) -> int:
+    calls = sim.state()["calls"]
+    return sum(1 for c in calls if c["argv"][:2] == ["jobs", "queue"] and "-v" in c["argv"])
+
+
+def _supervise_both(sim: Sim, *, shared: bool) -> tuple[dict[str, WatchResult], Lockstep]:
+    cli, ids = _launch_two(sim)
+    lockstep = Lockstep(parties=2)
+    journal = RecordingJournal()
+    results: dict[str, WatchResult] = {}
+    errors: list[BaseException] = []
+
+    def supervise(run: str) -> None:
+        reader = SharedQueue(cli, sim.root / "state" / "supervision", lockstep.now)
+        try:
+            results[run] = watch.watch_job(
+                run_id=run,
+                wave_index=0,
+                attempt=1,
+                job_id=ids[run],
+                sky=cli,
+                cluster=None,
+                journal=journal,  # type: ignore[arg-type]
+                clock=lockstep.clock(),
+                policy=supervision.WatchPolicy(),
+                interval=INTERVAL,
+                read_queue=(lambda since: reader.read(max_age=INTERVAL, not_before=since))
+                if shared
+                else None,
+            )
+        except BaseException as error:  # surfaced to the test below
+            errors.append(error)
+        finally:
+            lockstep.leave()
+
+    threads = [threading.Thread(target=supervise, args=(run,)) for run in ids]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors, errors
+    return results, lockstep
+
+
+def test_two_supervised_runs_share_one_queue_call_per_tick(tmp_path: Path) -> None:
+    sim = make_sim(tmp_path)
+    before = _verbose_queue_calls(sim)
+
+    results, lockstep = _supervise_both(sim, shared=True)
+
+    assert {run: r.verdict for run, r in results.items()} == {
+        "run-a": supervision.Verdict.SUCCEEDED,
+        "run-b": supervision.Verdict.SUCCEEDED,
+    }
+    reads = _verbose_queue_calls(sim) - before
+    ticks = lockstep.ticks + 1  # the last tick ends the watches without a sleep
+    assert reads == ticks, (reads, ticks)
+
+
+def test_without_sharing_each_supervisor_reads_every_tick(tmp_path: Path) -> None:
+    """The control: the same two watches, each reading for itself."""
+    sim = make_sim(tmp_path)
+    before = _verbose_queue_calls(sim)
+
+    results, lockstep = _supervise_both(sim, shared=False)
+
+    assert all(r.verdict is supervision.Verdict.SUCCEEDED for r in results.values())
+    reads = _verbose_queue_calls(sim) - before
+    assert reads >= 2 * lockstep.ticks
+
+
+@pytest.mark.parametrize("fault_kind", ["server"])
+def test_an_unavailable_tick_is_read_again_by_the_other_supervisor(
+    tmp_path: Path, fault_kind: str
+) -> None:
+    sim = make_sim(tmp_path)
+    cli, ids = _launch_two(sim)
+    counters = sim.state().get("counters", {})
+    nth = int(counters.get("jobs.queue", 0)) + 1
+    sim.faults(
+        {"command": "jobs.launch", "action": "timeline", "statuses": TIMELINE},
+        {"command": "jobs.queue", "nth": nth, "action": "fail", "kind": fault_kind},
+    )
+    now = [1000.0]
+    first = SharedQueue(cli, sim.root / "state" / "supervision", lambda: now[0])
+    second = SharedQueue(cli, sim.root / "state" / "supervision", lambda: now[0])
+
+    assert first.read(max_age=INTERVAL, not_before=0).verdict.value == "unavailable"
+    answer = second.read(max_age=INTERVAL, not_before=0)
+
+    assert answer.verdict.value == "records"
+    assert set(ids.values()) <= {r.job_id for r in answer.records}
+    assert (first.calls, second.calls) == (1, 1)
