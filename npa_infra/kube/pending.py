@@ -62,6 +62,7 @@ __all__ = [
     "is_controller_pod",
     "job_label_matches",
     "not_ready_nodes",
+    "pod_of_job",
 ]
 
 CLUSTER_LABEL = "skypilot-cluster-name"  # kubernetes.md §6.1
@@ -238,6 +239,15 @@ def job_label_matches(value: str, job_id: int) -> bool:
     component (``t-1-ab`` is job 1, never job 12); a substring is never enough.
     """
     return str(job_id) in value.split("-")
+
+
+def pod_of_job(value: str, job_id: int, cluster_name: str | None) -> bool:
+    """Whether a pod whose ``skypilot-cluster-name`` is ``value`` belongs to job ``job_id``:
+    the queue's ``cluster_name_on_cloud`` when it gives one, else a whole ``-``
+    component (kubernetes.md §6.1)."""
+    if cluster_name:
+        return value == cluster_name
+    return job_label_matches(value, job_id)
 
 
 def is_controller_pod(name: str, pod_labels: Iterable[tuple[str, str]] = ()) -> bool:

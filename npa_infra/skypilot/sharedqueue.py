@@ -1,46 +1,38 @@
 """One ``sky jobs queue`` read per tick for every supervisor of one controller.
 
-Each run is supervised by its own process (``submit``), and every supervisor
-reads the queue once per tick. Runs on the same controller share one
-SkyPilot state directory, so they share the read too: ``SharedQueue.read``
-takes an exclusive ``flock`` on ``<dir>/supervision/queue.lock``, reuses the
-answer another supervisor stored there when it is younger than ``max_age``
-(the tick interval), and otherwise reads the queue itself and stores the
-answer for the others. N supervised runs on one controller cost one queue
-call per tick, not N. A supervisor never takes an answer read before it
-began watching (``not_before``): that answer may predate its own job, and a
-job missing from a good queue means the controller lost it.
+Each run is supervised by its own process, and every supervisor reads the
+queue once per tick. ``SharedQueue.read`` shares that read among every run
+supervised on the same controller through ``npa_infra.tickshare`` (a flock'd
+answer under ``<state dir>/supervision``): N runs cost one queue call per
+tick, not N, and a supervisor never takes an answer read before it began
+watching (that answer may predate its own job, and a job missing from a good
+queue means the controller lost it).
 
 Only supervision ticks read through here. A launch transaction, a
 reconciliation, a cancellation and a recovery check always read the queue
 fresh: they decide what exists, and an answer from one tick ago does not
-prove that. An unavailable answer is never stored, so the next supervisor
-tries for itself; a stored answer that cannot be read back is ignored.
-Times come from the caller's clock.
+prove that. An unavailable answer is never shared.
 """
 
 from __future__ import annotations
 
-import fcntl
-import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from npa_infra.skypilot.base import SkyPilot
 from npa_infra.skypilot.models import ErrorKind, JobStatus, QueueRecord, QueueResult, QueueVerdict
+from npa_infra.tickshare import TickFile
 
 __all__ = ["SharedQueue", "decode", "encode"]
 
 _SCHEMA = "npa.skypilot.shared-queue.v1"
 
 
-def encode(result: QueueResult, at: float) -> dict[str, Any]:
-    """The stored form of one queue answer read at ``at``."""
+def encode(result: QueueResult) -> dict[str, Any]:
+    """The stored form of one queue answer."""
     return {
         "schema": _SCHEMA,
-        "at": at,
         "verdict": result.verdict.value,
         "error_kind": result.error_kind.value,
         "detail": result.detail,
@@ -50,21 +42,20 @@ def encode(result: QueueResult, at: float) -> dict[str, Any]:
     }
 
 
-def decode(data: object) -> tuple[float, QueueResult] | None:
-    """``(read at, answer)`` of a stored answer; None when it is not one we wrote."""
+def decode(data: object) -> QueueResult | None:
+    """A stored answer; None when it is not one this module wrote."""
     if not isinstance(data, dict) or data.get("schema") != _SCHEMA:
         return None
     try:
         records = tuple(
             QueueRecord(**{**row, "status": JobStatus(row["status"])}) for row in data["records"]
         )
-        result = QueueResult(
+        return QueueResult(
             QueueVerdict(data["verdict"]),
             records,
             ErrorKind(data["error_kind"]),
             str(data["detail"]),
         )
-        return float(data["at"]), result
     except (KeyError, TypeError, ValueError):
         return None
 
@@ -74,42 +65,22 @@ class SharedQueue:
 
     def __init__(self, sky: SkyPilot, directory: Path, now: Callable[[], float]) -> None:
         self._sky = sky
-        self._dir = directory
-        self._now = now
-        self.calls = 0  # queue reads this instance made itself (the others were shared)
+        self._file: TickFile[QueueResult] = TickFile(
+            directory,
+            "queue",
+            now=now,
+            encode=encode,
+            decode=decode,
+            shareable=lambda result: result.verdict is not QueueVerdict.UNAVAILABLE,
+        )
 
     @property
-    def _store(self) -> Path:
-        return self._dir / "queue.json"
+    def calls(self) -> int:
+        """Queue reads this instance made itself (the others were shared)."""
+        return self._file.fetches
 
     def read(self, *, max_age: float, not_before: float) -> QueueResult:
-        """The queue as of at most ``max_age`` ago and not before ``not_before`` (read now
-        when no one has read it since)."""
-        self._dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with open(self._dir / "queue.lock", "a+", encoding="utf-8") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-            now = self._now()
-            stored = self._load()
-            if stored is not None and stored[0] >= not_before and 0 <= now - stored[0] < max_age:
-                return stored[1]
-            result = self._sky.queue(verbose=True)
-            self.calls += 1
-            if result.verdict is not QueueVerdict.UNAVAILABLE:
-                self._save(encode(result, now))
-            return result
-
-    def _load(self) -> tuple[float, QueueResult] | None:
-        try:
-            text = self._store.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return None
-        try:
-            return decode(json.loads(text))
-        except ValueError:
-            return None
-
-    def _save(self, data: dict[str, Any]) -> None:
-        tmp = self._store.with_name(f".queue.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, sort_keys=True), encoding="utf-8")
-        tmp.chmod(0o600)
-        tmp.replace(self._store)
+        """The queue as of at most ``max_age`` ago and not before ``not_before``."""
+        return self._file.read(
+            lambda: self._sky.queue(verbose=True), max_age=max_age, not_before=not_before
+        )

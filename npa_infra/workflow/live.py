@@ -33,6 +33,7 @@ from npa_infra.errors import (
     UncertainOutcomeError,
     UsageError,
 )
+from npa_infra.kube.sharedpods import SharedPods
 from npa_infra.runs.models import LaunchState, TransactionRecord
 from npa_infra.skypilot.sharedqueue import SharedQueue
 from npa_infra.workflow import attempts, credentials, stackbinding
@@ -296,6 +297,7 @@ def execute(
                 cluster=cluster,
                 progress=services.progress if services else None,
                 shared_queue=SharedQueue(sky, isolated.root / "supervision", clock.now),
+                shared_pods=SharedPods(cluster, isolated.root / "supervision", clock.now),
                 launch=lambda job, wave_index, new_attempt=False, exports=None: (
                     attempts.launch_wave(
                         request,

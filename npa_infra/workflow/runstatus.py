@@ -446,7 +446,7 @@ def _diagnose(
     }
 
     def owner(value: str) -> int | None:
-        return next((j for j, n in names.items() if _belongs(value, j, n)), None)
+        return next((j for j, n in names.items() if pending.pod_of_job(value, j, n)), None)
 
     try:
         pods = cluster.cluster_pods(select=lambda value: owner(value) is not None)
@@ -468,15 +468,6 @@ def _diagnose(
             cluster, wave["job_id"], rows, pods=grouped[wave["job_id"]], nodes=nodes
         )
         wave["blockers"] = [found] if found is not None else []
-
-
-def _belongs(value: str, job_id: int, cluster_name: str | None) -> bool:
-    """The exact job's pod: the queue's cluster name, else a whole ``-`` component (§6.1)."""
-    from npa_infra.kube import pending
-
-    if cluster_name:
-        return value == cluster_name
-    return pending.job_label_matches(value, job_id)
 
 
 def _aggregate(statuses: list[str], mode: str | None) -> str:

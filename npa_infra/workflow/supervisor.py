@@ -28,6 +28,7 @@ from npa_infra.workflow import completion, recovery, resumption, routing, watch
 if TYPE_CHECKING:
     from npa_infra.journal.store import Journal
     from npa_infra.kube.base import KubeCluster
+    from npa_infra.kube.sharedpods import ClusterView, SharedPods
     from npa_infra.render.documents import RenderedJob
     from npa_infra.skypilot.base import SkyPilot
     from npa_infra.skypilot.models import QueueResult
@@ -75,11 +76,13 @@ def run_waves(
     cluster: KubeCluster | None = None,
     progress: Callable[[str], None] | None = None,
     shared_queue: SharedQueue | None = None,
+    shared_pods: SharedPods | None = None,
 ) -> LiveResult:
     """Launch every wave in order; one-shot stops after the launch, runtime waits for each.
 
-    ``shared_queue``: each supervision tick's queue read, shared with every other run
-    supervised on the same controller (``skypilot.sharedqueue``); None reads alone.
+    ``shared_queue``/``shared_pods``: each supervision tick's queue read and pod and
+    node lists, shared with every other run supervised on the same controller
+    (``skypilot.sharedqueue``, ``kube.sharedpods``); None reads alone.
     """
     from npa_infra.workflow import live
 
@@ -100,6 +103,7 @@ def run_waves(
                 cluster,
                 progress,
                 shared_queue,
+                shared_pods,
             )
         return _run_listed(request, journal, sky, clock, launch, records, job_ids)
     except KeyboardInterrupt:
@@ -166,6 +170,7 @@ def _run_routed(
     cluster: KubeCluster | None,
     progress: Callable[[str], None] | None = None,
     shared_queue: SharedQueue | None = None,
+    shared_pods: SharedPods | None = None,
 ) -> LiveResult:
     """Runtime mode with decisions: run the plan prefix, read the decision, re-plan, go on.
 
@@ -201,6 +206,7 @@ def _run_routed(
         schemas=lambda index: replan(decided).schemas,
         progress=progress,
         shared_queue=shared_queue,
+        shared_pods=shared_pods,
     )
     while True:
         routed = request.replan(decided)
@@ -273,6 +279,7 @@ def _run_wave(
             progress=context.progress,
             label=f"wave {index:02d} {record.job_name} (job {record.job_id})",
             read_queue=_tick_reader(context),
+            read_pods=_tick_pods(context),
         )
         Verdict = supervision.Verdict
         if result.verdict is Verdict.SUCCEEDED:
@@ -334,10 +341,19 @@ class WaveContext:
     progress: Callable[[str], None] | None = None
     schemas: Callable[[int], Mapping[str, str]] = lambda index: {}  # output URI → schema label
     shared_queue: SharedQueue | None = None  # one queue read per tick for every run
+    shared_pods: SharedPods | None = None  # one pod (and node) list per tick for every run
 
 
 def _tick_reader(context: WaveContext) -> Callable[[float], QueueResult] | None:
     shared = context.shared_queue
+    if shared is None:
+        return None
+    interval = context.interval
+    return lambda not_before: shared.read(max_age=interval, not_before=not_before)
+
+
+def _tick_pods(context: WaveContext) -> Callable[[float], ClusterView] | None:
+    shared = context.shared_pods
     if shared is None:
         return None
     interval = context.interval

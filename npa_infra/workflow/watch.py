@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from npa_infra.journal.store import Journal
     from npa_infra.kube.base import KubeCluster
     from npa_infra.kube.models import NodeInfo, PodObservation
+    from npa_infra.kube.sharedpods import ClusterView
     from npa_infra.skypilot.base import SkyPilot
     from npa_infra.workflow.launcher import Clock
 
@@ -55,11 +56,14 @@ def watch_job(
     progress: Callable[[str], None] | None = None,
     label: str = "",
     read_queue: Callable[[float], QueueResult] | None = None,
+    read_pods: Callable[[float], ClusterView] | None = None,
 ) -> WatchResult:
     """Poll until the pure watch decides; every observation that changes is journaled.
 
-    ``read_queue(not_before)`` answers each tick's queue read with one taken no
-    earlier than this watch began (default: ``sky.queue(verbose=True)``, read now).
+    ``read_queue(not_before)`` answers each tick's queue read, and ``read_pods``
+    the cluster's SkyPilot pods and nodes, with reads taken no earlier than this
+    watch began and shared with the other supervisors of the controller (default:
+    this job's own reads, made now).
     """
     state = supervision.WatchState.begin(clock.now())
     alive = liveness.Liveness()
@@ -76,7 +80,9 @@ def watch_job(
             status = found.value if found is not None else "FAILED_CONTROLLER"
             rows = [r for r in queue.records if r.job_id == job_id]
         diagnosis = (
-            diagnose_job(cluster, job_id, rows) if status in ("PENDING", "STARTING") else None
+            _diagnose(cluster, job_id, rows, read_pods, state.started)
+            if status in ("PENDING", "STARTING")
+            else None
         )
         tick = supervision.Tick(
             now=now,
@@ -110,6 +116,31 @@ def watch_job(
         if verdict is not supervision.Verdict.WAIT:
             return WatchResult(verdict, status, blocker, now - state.started)
         clock.sleep(interval)
+
+
+def _diagnose(
+    cluster: KubeCluster | None,
+    job_id: int,
+    rows: list[QueueRecord],
+    read_pods: Callable[[float], ClusterView] | None,
+    since: float,
+) -> dict[str, Any] | None:
+    """This tick's pending diagnosis, from the shared pod list when there is one."""
+    if read_pods is None or cluster is None:
+        return diagnose_job(cluster, job_id, rows)
+    from npa_infra.errors import KubeError
+    from npa_infra.kube import failures, pending, sharedpods
+
+    name = next((r.cluster_name_on_cloud for r in rows if r.cluster_name_on_cloud), None)
+    try:
+        pods, nodes = read_pods(since)
+    except KubeError as exc:
+        return pending.diagnostic_failure(
+            failures.kind_of(exc), exc.message, job_id=job_id
+        ).to_json()
+    return diagnose_job(
+        cluster, job_id, rows, pods=sharedpods.for_job(pods, job_id, name), nodes=nodes
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,9 +11,7 @@ calls is exactly the number of reads that reached it.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,68 +19,12 @@ from npa_infra.runs import supervision
 from npa_infra.skypilot.sharedqueue import SharedQueue
 from npa_infra.skypilot.skycli import SkyCli
 from npa_infra.workflow import watch
-from npa_infra.workflow.launcher import Clock
 from npa_infra.workflow.watch import WatchResult
 from tests.integration.skypilot.simenv import Sim, make_sim
+from tests.support.lockstep import Lockstep, RecordingJournal
 
 INTERVAL = 30.0
 TIMELINE = ["PENDING", "STARTING", "RUNNING", "RUNNING", "SUCCEEDED"]
-
-
-class Lockstep:
-    """Virtual time for N supervisors: a sleep returns once every one still watching slept."""
-
-    def __init__(self, parties: int) -> None:
-        self.t = 1_800_000_000.0
-        self._parties = parties
-        self._arrived = 0
-        self._generation = 0
-        self._cond = threading.Condition()
-        self.ticks = 0
-
-    def now(self) -> float:
-        with self._cond:
-            return self.t
-
-    def sleep(self, seconds: float) -> None:
-        with self._cond:
-            generation = self._generation
-            self._arrived += 1
-            if self._arrived >= self._parties:
-                self._advance(seconds)
-            elif not self._cond.wait_for(lambda: self._generation != generation, timeout=60):
-                raise AssertionError("the other supervisor never slept")
-
-    def leave(self, seconds: float = INTERVAL) -> None:
-        with self._cond:
-            self._parties -= 1
-            if self._arrived and self._arrived >= self._parties:
-                self._advance(seconds)
-
-    def _advance(self, seconds: float) -> None:
-        self.t += seconds
-        self.ticks += 1
-        self._arrived = 0
-        self._generation += 1
-        self._cond.notify_all()
-
-    def clock(self) -> Clock:
-        return Clock(self.now, self.sleep, lambda: 0.5)
-
-
-@dataclass
-class RecordingJournal:
-    """The two journal writes ``watch_job`` makes, kept in memory."""
-
-    events: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def update_attempt(self, *_: Any, **__: Any) -> None:
-        return None
-
-    def append_event(self, run_id: str, kind: str, data: dict[str, Any], *, now: float) -> None:
-        with self.lock:
-            self.events.append((run_id, kind, data))
 
 
 def _launch_two(sim: Sim) -> tuple[SkyCli, dict[str, int]]:
@@ -102,7 +44,7 @@ def _verbose_queue_calls(sim: Sim) -> int:
 
 def _supervise_both(sim: Sim, *, shared: bool) -> tuple[dict[str, WatchResult], Lockstep]:
     cli, ids = _launch_two(sim)
-    lockstep = Lockstep(parties=2)
+    lockstep = Lockstep(parties=2, interval=INTERVAL)
     journal = RecordingJournal()
     results: dict[str, WatchResult] = {}
     errors: list[BaseException] = []

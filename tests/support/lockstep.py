@@ -1,0 +1,74 @@
+"""Virtual time for several supervisors at once, and a journal that only records.
+
+``Lockstep`` is one clock for N threads: ``sleep`` returns once every
+supervisor still watching has slept, and then time advances, so their ticks
+line up as they do for processes polling a controller at the same interval.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from npa_infra.workflow.launcher import Clock
+
+__all__ = ["Lockstep", "RecordingJournal"]
+
+
+class Lockstep:
+    """Virtual time for N supervisors: a sleep returns once every one still watching slept."""
+
+    def __init__(self, parties: int, interval: float) -> None:
+        self.t = 1_800_000_000.0
+        self._interval = interval
+        self._parties = parties
+        self._arrived = 0
+        self._generation = 0
+        self._cond = threading.Condition()
+        self.ticks = 0
+
+    def now(self) -> float:
+        with self._cond:
+            return self.t
+
+    def sleep(self, seconds: float) -> None:
+        with self._cond:
+            generation = self._generation
+            self._arrived += 1
+            if self._arrived >= self._parties:
+                self._advance(seconds)
+            elif not self._cond.wait_for(lambda: self._generation != generation, timeout=60):
+                raise AssertionError("the other supervisor never slept")
+
+    def leave(self) -> None:
+        """This supervisor is done: the others no longer wait for it."""
+        with self._cond:
+            self._parties -= 1
+            if self._arrived and self._arrived >= self._parties:
+                self._advance(self._interval)
+
+    def _advance(self, seconds: float) -> None:
+        self.t += seconds
+        self.ticks += 1
+        self._arrived = 0
+        self._generation += 1
+        self._cond.notify_all()
+
+    def clock(self) -> Clock:
+        return Clock(self.now, self.sleep, lambda: 0.5)
+
+
+@dataclass
+class RecordingJournal:
+    """The two journal writes ``watch_job`` makes, kept in memory."""
+
+    events: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def update_attempt(self, *_: Any, **__: Any) -> None:
+        return None
+
+    def append_event(self, run_id: str, kind: str, data: dict[str, Any], *, now: float) -> None:
+        with self.lock:
+            self.events.append((run_id, kind, data))
