@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from npa_infra.errors import (
     InterruptedRunError,
@@ -28,10 +28,9 @@ from npa_infra.workflow import completion, recovery, resumption, routing, watch
 if TYPE_CHECKING:
     from npa_infra.journal.store import Journal
     from npa_infra.kube.base import KubeCluster
-    from npa_infra.kube.sharedpods import ClusterView, SharedPods
+    from npa_infra.kube.sharedpods import SharedPods
     from npa_infra.render.documents import RenderedJob
     from npa_infra.skypilot.base import SkyPilot
-    from npa_infra.skypilot.models import QueueResult
     from npa_infra.skypilot.sharedqueue import SharedQueue
     from npa_infra.storage.base import ObjectStore
     from npa_infra.workflow.launcher import Clock, LaunchDriver
@@ -278,8 +277,8 @@ def _run_wave(
             interval=context.interval,
             progress=context.progress,
             label=f"wave {index:02d} {record.job_name} (job {record.job_id})",
-            read_queue=_tick_reader(context),
-            read_pods=_tick_pods(context),
+            read_queue=_per_tick(context.shared_queue, context.interval),
+            read_pods=_per_tick(context.shared_pods, context.interval),
         )
         Verdict = supervision.Verdict
         if result.verdict is Verdict.SUCCEEDED:
@@ -344,19 +343,18 @@ class WaveContext:
     shared_pods: SharedPods | None = None  # one pod (and node) list per tick for every run
 
 
-def _tick_reader(context: WaveContext) -> Callable[[float], QueueResult] | None:
-    shared = context.shared_queue
-    if shared is None:
-        return None
-    interval = context.interval
-    return lambda not_before: shared.read(max_age=interval, not_before=not_before)
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 
-def _tick_pods(context: WaveContext) -> Callable[[float], ClusterView] | None:
-    shared = context.shared_pods
+class _TickShared(Protocol[T_co]):
+    def read(self, *, max_age: float, not_before: float) -> T_co: ...
+
+
+def _per_tick(shared: _TickShared[T] | None, interval: float) -> Callable[[float], T] | None:
+    """``watch_job``'s reader: the shared answer of this tick, taken since the watch began."""
     if shared is None:
         return None
-    interval = context.interval
     return lambda not_before: shared.read(max_age=interval, not_before=not_before)
 
 

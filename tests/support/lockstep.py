@@ -8,12 +8,15 @@ line up as they do for processes polling a controller at the same interval.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from npa_infra.workflow.launcher import Clock
 
-__all__ = ["Lockstep", "RecordingJournal"]
+__all__ = ["Lockstep", "RecordingJournal", "supervise_together"]
+
+T = TypeVar("T")
 
 
 class Lockstep:
@@ -72,3 +75,29 @@ class RecordingJournal:
     def append_event(self, run_id: str, kind: str, data: dict[str, Any], *, now: float) -> None:
         with self.lock:
             self.events.append((run_id, kind, data))
+
+
+def supervise_together(
+    lockstep: Lockstep, names: Iterable[str], supervise: Callable[[str], T]
+) -> dict[str, T]:
+    """Run ``supervise(name)`` for every name in its own thread on ``lockstep``; each one
+    leaves the lockstep when done. Returns the results; re-raises the first failure."""
+    results: dict[str, T] = {}
+    errors: list[BaseException] = []
+
+    def one(name: str) -> None:
+        try:
+            results[name] = supervise(name)
+        except BaseException as error:  # re-raised in the test's thread below
+            errors.append(error)
+        finally:
+            lockstep.leave()
+
+    threads = [threading.Thread(target=one, args=(name,)) for name in names]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    if errors:
+        raise errors[0]
+    return results

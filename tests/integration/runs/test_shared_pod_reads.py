@@ -10,7 +10,6 @@ permanent) from the shared list, by its exact job id.
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 from npa_infra.kube.client import KubeApi
@@ -20,22 +19,13 @@ from npa_infra.skypilot.sharedqueue import SharedQueue
 from npa_infra.skypilot.skycli import SkyCli
 from npa_infra.workflow import watch
 from npa_infra.workflow.watch import WatchResult
+from tests.integration.runs.test_status_all import AUTH_POD, PENDING_FOREVER
 from tests.integration.runs.world import CONTEXT, ROOT, World, make_world
 from tests.support.fakekube import FakeKube
-from tests.support.lockstep import Lockstep, RecordingJournal
+from tests.support.lockstep import Lockstep, RecordingJournal, supervise_together
 
 MINIMAL = ROOT / "workflows/testing/minimal.yaml"
 INTERVAL = 10.0
-PENDING_FOREVER = {"command": "jobs.launch", "action": "timeline", "statuses": ["PENDING"]}
-AUTH_POD = {
-    "command": "jobs.launch",
-    "action": "pod_state",
-    "task": 0,
-    "pod": {
-        "phase": "Pending",
-        "waiting": {"reason": "ErrImagePull", "message": "failed to pull: 401 Unauthorized"},
-    },
-}
 
 
 def _queue_reads(world: World) -> int:
@@ -52,49 +42,32 @@ def _supervise(
     lockstep = Lockstep(parties=len(job_ids), interval=INTERVAL)
     journal = RecordingJournal()
     sky = SkyCli(world.sky_bin, world.isolated, world.env, check_ports=False)
-    results: dict[str, WatchResult] = {}
-    errors: list[BaseException] = []
     directory = world.isolated.root / "supervision"
 
-    def supervise(run: str) -> None:
+    def supervise(run: str) -> WatchResult:
         cluster = KubeApi(Path(world.env["KUBECONFIG"]), CONTEXT)
         queue = SharedQueue(sky, directory, lockstep.now)
         pods = SharedPods(cluster, directory, lockstep.now)
-        try:
-            results[run] = watch.watch_job(
-                run_id=run,
-                wave_index=0,
-                attempt=1,
-                job_id=job_ids[run],
-                sky=sky,
-                cluster=cluster,
-                journal=journal,  # type: ignore[arg-type]
-                clock=lockstep.clock(),
-                policy=supervision.WatchPolicy(permanent_grace=20.0),
-                interval=INTERVAL,
-                read_queue=(
-                    (lambda since: queue.read(max_age=INTERVAL, not_before=since))
-                    if shared
-                    else None
-                ),
-                read_pods=(
-                    (lambda since: pods.read(max_age=INTERVAL, not_before=since))
-                    if shared
-                    else None
-                ),
-            )
-        except BaseException as error:  # surfaced below
-            errors.append(error)
-        finally:
-            lockstep.leave()
+        return watch.watch_job(
+            run_id=run,
+            wave_index=0,
+            attempt=1,
+            job_id=job_ids[run],
+            sky=sky,
+            cluster=cluster,
+            journal=journal,  # type: ignore[arg-type]
+            clock=lockstep.clock(),
+            policy=supervision.WatchPolicy(permanent_grace=20.0),
+            interval=INTERVAL,
+            read_queue=(
+                (lambda since: queue.read(max_age=INTERVAL, not_before=since)) if shared else None
+            ),
+            read_pods=(
+                (lambda since: pods.read(max_age=INTERVAL, not_before=since)) if shared else None
+            ),
+        )
 
-    threads = [threading.Thread(target=supervise, args=(run,)) for run in job_ids]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not errors, errors
-    return results, lockstep
+    return supervise_together(lockstep, job_ids, supervise), lockstep
 
 
 def _two_pending_runs(tmp_path: Path, fake_kube: FakeKube) -> tuple[World, dict[str, int]]:

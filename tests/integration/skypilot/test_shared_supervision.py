@@ -10,7 +10,6 @@ calls is exactly the number of reads that reached it.
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,7 @@ from npa_infra.skypilot.skycli import SkyCli
 from npa_infra.workflow import watch
 from npa_infra.workflow.watch import WatchResult
 from tests.integration.skypilot.simenv import Sim, make_sim
-from tests.support.lockstep import Lockstep, RecordingJournal
+from tests.support.lockstep import Lockstep, RecordingJournal, supervise_together
 
 INTERVAL = 30.0
 TIMELINE = ["PENDING", "STARTING", "RUNNING", "RUNNING", "SUCCEEDED"]
@@ -46,39 +45,26 @@ def _supervise_both(sim: Sim, *, shared: bool) -> tuple[dict[str, WatchResult], 
     cli, ids = _launch_two(sim)
     lockstep = Lockstep(parties=2, interval=INTERVAL)
     journal = RecordingJournal()
-    results: dict[str, WatchResult] = {}
-    errors: list[BaseException] = []
 
-    def supervise(run: str) -> None:
+    def supervise(run: str) -> WatchResult:
         reader = SharedQueue(cli, sim.root / "state" / "supervision", lockstep.now)
-        try:
-            results[run] = watch.watch_job(
-                run_id=run,
-                wave_index=0,
-                attempt=1,
-                job_id=ids[run],
-                sky=cli,
-                cluster=None,
-                journal=journal,  # type: ignore[arg-type]
-                clock=lockstep.clock(),
-                policy=supervision.WatchPolicy(),
-                interval=INTERVAL,
-                read_queue=(lambda since: reader.read(max_age=INTERVAL, not_before=since))
-                if shared
-                else None,
-            )
-        except BaseException as error:  # surfaced to the test below
-            errors.append(error)
-        finally:
-            lockstep.leave()
+        return watch.watch_job(
+            run_id=run,
+            wave_index=0,
+            attempt=1,
+            job_id=ids[run],
+            sky=cli,
+            cluster=None,
+            journal=journal,  # type: ignore[arg-type]
+            clock=lockstep.clock(),
+            policy=supervision.WatchPolicy(),
+            interval=INTERVAL,
+            read_queue=(lambda since: reader.read(max_age=INTERVAL, not_before=since))
+            if shared
+            else None,
+        )
 
-    threads = [threading.Thread(target=supervise, args=(run,)) for run in ids]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not errors, errors
-    return results, lockstep
+    return supervise_together(lockstep, ids, supervise), lockstep
 
 
 def test_two_supervised_runs_share_one_queue_call_per_tick(tmp_path: Path) -> None:
