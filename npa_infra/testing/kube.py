@@ -35,6 +35,7 @@ from npa_infra.kube.models import (
 )
 
 __all__ = [
+    "DEFAULT_TOLERATIONS",
     "FakePodProber",
     "Kubelet",
     "fail",
@@ -46,7 +47,7 @@ __all__ = [
 ]
 
 Kubelet = Callable[[ProbePod], ProbePod]
-_DEFAULT_TOLERATIONS = (
+DEFAULT_TOLERATIONS = (
     {
         "key": "node.kubernetes.io/not-ready",
         "operator": "Exists",
@@ -187,7 +188,7 @@ class FakePodProber:
             if not spec.get("imagePullSecrets") and self.service_accounts[account]:
                 spec["imagePullSecrets"] = [{"name": n} for n in self.service_accounts[account]]
             tolerations = spec.setdefault("tolerations", [])
-            for default in _DEFAULT_TOLERATIONS:
+            for default in DEFAULT_TOLERATIONS:
                 if not any(t.get("key") == default["key"] for t in tolerations):
                     tolerations.append(dict(default))
             uid = str(uuid.uuid4())

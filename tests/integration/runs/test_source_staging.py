@@ -20,20 +20,10 @@ from npa_infra.journal.store import Journal
 from npa_infra.source import tree
 from tests.integration.runs.world import World
 from tests.support.motoserver import MotoS3
+from tests.support.specs import one_step_spec
 
 BUCKET = "src-live"
-SPEC = f"""\
-apiVersion: npa.workflow/v0.0.1
-kind: Workflow
-metadata: {{name: bare-live}}
-config: {{bucket: {BUCKET}}}
-resources:
-  default: {{cloud: kubernetes, cpus: 1}}
-states:
-  train:
-    run: {{shell: echo train}}
-    terminal: true
-"""
+SPEC = one_step_spec("bare-live", BUCKET)
 
 
 @pytest.fixture

@@ -34,21 +34,11 @@ from npa_infra.workflow import live, submission
 from tests.integration.runs.world import CONTEXT, ROOT, World
 from tests.support.fakekube import FakeKube
 from tests.support.motoserver import MotoS3
+from tests.support.specs import one_step_spec
 
 BUCKET = "stack-src"
 NAMESPACE = "team-a"  # fake-a's namespace
-SPEC = f"""\
-apiVersion: npa.workflow/v0.0.1
-kind: Workflow
-metadata: {{name: stack-bound}}
-config: {{bucket: {BUCKET}}}
-resources:
-  default: {{cloud: kubernetes, cpus: 1}}
-states:
-  train:
-    run: {{shell: echo train}}
-    terminal: true
-"""
+SPEC = one_step_spec("stack-bound", BUCKET)
 
 
 @dataclasses.dataclass

@@ -11,6 +11,7 @@ from hypothesis import given
 
 from npa_infra.errors import InvariantError
 from npa_infra.kube.models import ProbePod
+from npa_infra.testing.kube import DEFAULT_TOLERATIONS
 from preflight import probe_pod
 from preflight.probe_paths import Placement, ProbePath
 from tests import strategies
@@ -24,20 +25,6 @@ PLACEMENT = Placement(
     (("kueue.x-k8s.io/queue-name", "q"),),
 )
 PATH = ProbePath("ctx", "team-a", "job-sa", ("regcred",), PLACEMENT)
-DEFAULT_TOLERATIONS = [
-    {
-        "key": "node.kubernetes.io/not-ready",
-        "operator": "Exists",
-        "effect": "NoExecute",
-        "tolerationSeconds": 300,
-    },
-    {
-        "key": "node.kubernetes.io/unreachable",
-        "operator": "Exists",
-        "effect": "NoExecute",
-        "tolerationSeconds": 300,
-    },
-]
 
 
 def _manifest(path: ProbePath = PATH) -> dict[str, Any]:
