@@ -20,8 +20,10 @@ bug, ``InvariantError``.
 from __future__ import annotations
 
 import os
+import random
 import sqlite3
 import stat
+import time
 from pathlib import Path
 
 from npa_infra.errors import ConfigError, InvariantError
@@ -155,9 +157,27 @@ def _make_private(path: Path) -> None:
         path.chmod(0o600)
 
 
+def _enable_wal(conn: sqlite3.Connection) -> str:
+    """``PRAGMA journal_mode = WAL``, retried while another process holds the lock.
+
+    Switching a new database to WAL needs an exclusive lock that SQLite does not
+    wait for (the busy handler is not called), so two processes opening a new
+    journal at once would fail; they retry within the same busy timeout instead.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            return str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]).lower()
+        except sqlite3.OperationalError as exc:
+            busy = str(getattr(exc, "sqlite_errorname", "")).startswith("SQLITE_BUSY")
+            if not busy or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01 + random.random() * 0.04)
+
+
 def _configure(conn: sqlite3.Connection, path: Path) -> None:
     conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-    mode = str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]).lower()
+    mode = _enable_wal(conn)
     if mode != "wal":
         raise ConfigError(
             f"the journal {path} cannot use write-ahead logging (journal_mode={mode})",

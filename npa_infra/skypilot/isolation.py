@@ -224,17 +224,11 @@ class IsolatedDir(NamedTuple):
         link = self.home / ".kube" / "config"
         if kubeconfig is not None:
             _private_dir(link.parent)
-            if link.is_symlink() or link.exists():
-                if link.is_symlink() and link.resolve() == kubeconfig:
-                    pass
-                else:
-                    link.unlink()
-                    link.symlink_to(kubeconfig)
-            else:
-                link.symlink_to(kubeconfig)
+            if not (link.is_symlink() and link.resolve() == kubeconfig):
+                _link(link, kubeconfig)
         nebius = Path(env.get("HOME") or Path.home()) / ".nebius"
-        if nebius.is_dir() and not (self.home / ".nebius").exists():
-            (self.home / ".nebius").symlink_to(nebius)
+        if nebius.is_dir() and not (self.home / ".nebius").is_symlink():
+            _link(self.home / ".nebius", nebius)
         if own:
             if not stack:
                 raise ConfigError(
@@ -307,11 +301,25 @@ class IsolatedDir(NamedTuple):
         return child
 
 
+def _unique_tmp(path: Path) -> Path:
+    # a name of this process alone: two submits preparing one directory at once
+    # must not write, or rename away, each other's temporary file
+    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+
+
 def _write_private(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` atomically, mode 0600."""
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = _unique_tmp(path)
     tmp.write_text(text, encoding="utf-8")
     tmp.chmod(0o600)
+    tmp.replace(path)
+
+
+def _link(path: Path, target: Path) -> None:
+    """Point the symlink ``path`` at ``target`` atomically (a concurrent preparer's
+    identical link is replaced, never a reason to fail)."""
+    tmp = _unique_tmp(path)
+    tmp.symlink_to(target)
     tmp.replace(path)
 
 

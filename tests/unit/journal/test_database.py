@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import sqlite3
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -146,3 +148,25 @@ def test_open_foreign_owned_journal_refused(home: Path) -> None:
     os.chown(journal_path(home), 4242, 4242)
     with pytest.raises(ConfigError, match="owned by you"):
         Journal.open(home)
+
+
+def _open_together(path: str, barrier: Any) -> None:
+    barrier.wait()
+    database.connect(Path(path)).close()
+
+
+def test_processes_opening_a_new_journal_at_once_all_succeed(tmp_path: Path) -> None:
+    """Switching a new database to WAL takes a lock SQLite does not wait for: the open retries."""
+    context = multiprocessing.get_context("fork")
+    for round_ in range(8):
+        barrier = context.Barrier(6)
+        path = tmp_path / f"round-{round_}" / "journal.sqlite3"
+        path.parent.mkdir(mode=0o700)
+        workers = [
+            context.Process(target=_open_together, args=(str(path), barrier)) for _ in range(6)
+        ]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(timeout=60)
+        assert [w.exitcode for w in workers] == [0] * 6, f"round {round_}"
