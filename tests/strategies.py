@@ -29,6 +29,10 @@ Four families:
   the three ``imagePullSecrets`` layers of skypilot-0.12.md §9.3, runtime
   ``imageID`` spellings, and every field of a pull-probe observation, for the
   overlay rule and the probe verdict's totality (kubernetes.md §9).
+- ``submit_option_fields``: ``SubmitOptions`` keyword arguments drawn from
+  ``workflow.submitflags``' table, each option at its default or at a value
+  the CLI can spell (quotes, spaces, ``=`` and leading dashes in values,
+  repeatables, secret names), for the resume command's round trip.
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ from hypothesis import strategies as st
 from npa_infra.kube.models import NodeInfo, Taint
 from npa_infra.registry.models import ProbeCleanup
 from npa_infra.skypilot.models import CommandResult
+from npa_infra.workflow import submitflags
+from npa_infra.workflow.submitflags import Kind
 
 __all__ = [
     "SEED_SPECS",
@@ -58,6 +64,7 @@ __all__ = [
     "random_spec_texts",
     "sky_command_results",
     "source_files",
+    "submit_option_fields",
     "supervision_scenarios",
     "token_contexts",
     "token_texts",
@@ -993,3 +1000,40 @@ def probe_observation_fields() -> st.SearchStrategy[dict[str, Any]]:
             "cleanup": st.sampled_from(list(ProbeCleanup)),
         }
     )
+
+
+_ARG_TEXT = st.text(st.characters(exclude_characters="\x00"), max_size=12)  # argv holds no NUL
+_KEY_TEXT = _ARG_TEXT.map(str.strip).filter(lambda k: bool(k) and "=" not in k)
+_ENV_NAMES = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,8}", fullmatch=True)
+
+
+def _option_value(flag: submitflags.Flag) -> st.SearchStrategy[Any]:
+    """A value of ``flag``'s field the CLI can spell (the default included)."""
+    low = int(flag.minimum or 0)
+    by_kind: dict[Kind, st.SearchStrategy[Any]] = {
+        Kind.SWITCH: st.booleans(),
+        Kind.SWITCH_OFF: st.booleans(),
+        Kind.TOGGLE: st.booleans(),
+        Kind.TEXT: st.none() | _ARG_TEXT,
+        Kind.DECISION: st.sampled_from(["", "promote_checkpoint", "promote", "loop_back"]),
+        Kind.PATH: st.none() | _ARG_TEXT.map(Path),
+        Kind.INT: st.integers(min_value=low, max_value=10**6),
+        Kind.FLOAT: st.floats(min_value=float(low), allow_nan=False),
+        Kind.MULTI: st.lists(_ARG_TEXT, max_size=3).map(tuple),
+        Kind.NAMES: st.lists(_ENV_NAMES, max_size=3, unique=True).map(tuple),
+        Kind.PAIRS: st.lists(
+            st.tuples(_KEY_TEXT, _ARG_TEXT.map(str.strip).filter(bool)), max_size=3
+        ).map(tuple),
+        Kind.MAPPING: st.dictionaries(_KEY_TEXT, _ARG_TEXT, max_size=3),
+    }
+    return st.just(flag.default) | by_kind[flag.kind]
+
+
+@st.composite
+def submit_option_fields(draw: st.DrawFn) -> dict[str, Any]:
+    """Every option the resume command carries, each at its default or another value."""
+    return {
+        flag.field: draw(_option_value(flag))
+        for flag in submitflags.OPTIONS
+        if flag.resume is submitflags.Resume.CARRY
+    }

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from npa_infra.cli import gpus, output, source
+from npa_infra.cli import flags, gpus, output, source
 
 if TYPE_CHECKING:
     from npa_infra.registry.models import CheckResult
@@ -272,115 +272,7 @@ def _print_preflight(preflight: dict[str, Any]) -> None:
     output.out(f"image preflight: {preflight.get('decision')}{reason}")
 
 
-@app.command("submit")
-def submit(
-    spec: Annotated[Path, typer.Argument(help="An npa.workflow spec or a raw SkyPilot task YAML.")],
-    run_id: Annotated[str | None, typer.Option("--run-id", help="Explicit run id.")] = None,
-    resume_run: Annotated[
-        str | None, typer.Option("--resume-run", help="Re-enter an existing run.")
-    ] = None,
-    plan_only: Annotated[
-        bool, typer.Option("--plan-only", help="Plan and render; launch nothing.")
-    ] = False,
-    runtime: Annotated[bool, typer.Option("--runtime", help="One managed job per wave.")] = False,
-    var: VarOpt = None,
-    assume_decision: AssumeOpt = None,
-    image: ImageOpt = None,
-    image_override: ImageOverrideOpt = None,
-    registry: RegistryOpt = None,
-    insecure_registry: InsecureOpt = None,
-    preflight_images: Annotated[
-        bool,
-        typer.Option(
-            "--preflight-images/--no-preflight-images",
-            help="Check every image's registry manifest, and pull it in-cluster with a probe "
-            "pod, before anything is launched.",
-        ),
-    ] = True,
-    image_bootstrap_timeout_seconds: BootstrapTimeoutOpt = 1800.0,
-    infra: Annotated[str | None, typer.Option("--infra", help="k8s/<exact context>.")] = None,
-    secret_env: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--secret-env",
-            help="Environment variable NAME passed as a SkyPilot secret (repeatable).",
-        ),
-    ] = None,
-    stack: StackOpt = None,
-    max_concurrency: Annotated[int, typer.Option("--max-concurrency", min=0)] = 0,
-    no_accept_eula: Annotated[
-        bool, typer.Option("--no-accept-eula", help="Clear ACCEPT_EULA=Y.")
-    ] = False,
-    no_resolve_accelerators: Annotated[
-        bool,
-        typer.Option(
-            "--no-resolve-accelerators",
-            help="Submit the spec's GPU names verbatim (skip the cluster's GPU catalog).",
-        ),
-    ] = False,
-    render_dir: Annotated[
-        Path | None, typer.Option("--render-dir", help="Where rendered YAML is written.")
-    ] = None,
-    catalog: CatalogOpt = None,
-    sky_bin: Annotated[str | None, typer.Option("--sky-bin", help="SkyPilot binary.")] = None,
-    isolated_config_dir: Annotated[
-        str | None, typer.Option("--isolated-config-dir", help="SkyPilot state directory.")
-    ] = None,
-    poll_seconds: Annotated[
-        float, typer.Option("--poll-seconds", min=0.0, help="Runtime poll interval.")
-    ] = 30.0,
-    max_wait_seconds: Annotated[
-        float, typer.Option("--max-wait-seconds", min=0.0, help="Per-wave wait (0 = unbounded).")
-    ] = 3600.0,
-    retries: Annotated[
-        int,
-        typer.Option("--retries", min=0, help="Payload retries per runtime wave (N+1 attempts)."),
-    ] = 0,
-    max_infrastructure_recoveries: Annotated[
-        int,
-        typer.Option(
-            "--max-infrastructure-recoveries",
-            min=0,
-            help="Verified relaunches per wave on proven transient infrastructure failures (0 = none).",
-        ),
-    ] = 1,
-    infrastructure_grace_seconds: Annotated[
-        float,
-        typer.Option(
-            "--infrastructure-grace-seconds",
-            min=0.0,
-            help="How long a transient pending blocker is tolerated before cancel and relaunch.",
-        ),
-    ] = 600.0,
-    heartbeat_seconds: Annotated[
-        float,
-        typer.Option(
-            "--heartbeat-seconds",
-            min=0.0,
-            help="While a wave is supervised, journal a heartbeat event (and print a progress "
-            "line) this often; 0 = off.",
-        ),
-    ] = 60.0,
-    stale_after_seconds: Annotated[
-        float,
-        typer.Option(
-            "--stale-after-seconds",
-            min=0.0,
-            help="Warn once (a stale_progress event) when a supervised job's observable state "
-            "has not changed for this long while pending, starting or running; never cancels; "
-            "0 = off.",
-        ),
-    ] = 300.0,
-    stage_src: Annotated[
-        bool | None,
-        typer.Option(
-            "--stage-src/--no-stage-src",
-            help="Force restaging the NPA source (conflicts with --image), or never stage it. "
-            "Default: stage only when the saved source is missing or outdated.",
-            show_default=False,
-        ),
-    ] = None,  # None: automatic, neither flag given
-    source_root: source.SourceOpt = None,
+def _submit_outputs(
     resume_alias: Annotated[
         bool, typer.Option("--resume", hidden=True, help="Accepted; implied by --resume-run.")
     ] = False,
@@ -388,6 +280,15 @@ def submit(
         str | None, typer.Option("--output-format", help="text | json")
     ] = None,
     as_json: JsonOpt = False,
+) -> None:
+    """submit's output flags: how this invocation prints, never part of the run."""
+
+
+@app.command("submit")
+@flags.submit_options(outputs=_submit_outputs)
+def submit(
+    spec: Annotated[Path, typer.Argument(help="An npa.workflow spec or a raw SkyPilot task YAML.")],
+    **values: Any,
 ) -> None:
     """Plan, render and submit a workflow through the journaled launch transaction.
 
@@ -398,55 +299,21 @@ def submit(
     (printed), never a new id and never a cancel by name; 130 interrupted
     after the checkpoint was written.
     """
-    import sys
-
+    # The options are workflow.submitflags' table (cli/flags.py builds the signature).
     from npa_infra.errors import UsageError
-    from npa_infra.workflow import options, submission
+    from npa_infra.workflow import live, submission, submitflags
 
-    json_out = as_json or (output_format or "").lower() == "json"
-    failure = {"status": "FAILED", "run_id": resume_run or run_id, "launch_transaction": None}
+    output_format: str | None = values.pop("output_format")
+    json_out = values.pop("as_json") or (output_format or "").lower() == "json"
+    values.pop("resume_alias")  # --resume is implied by --resume-run
+    run = values["resume_run"] or values["run_id"]
+    failure = {"status": "FAILED", "run_id": run, "launch_transaction": None}
     with _guard(json_out, failure):
         if output_format and output_format.lower() not in ("text", "json"):
             raise UsageError(
                 f"invalid --output-format {output_format!r}", remedy="use text or json"
             )
-        opts = submission.SubmitOptions(
-            run_id=run_id,
-            resume_run=resume_run,
-            plan_only=plan_only,
-            runtime=runtime,
-            variables=options.parse_vars(var or []),
-            assume_decision=options.check_assumption(assume_decision),
-            image=image,
-            image_overrides=options.parse_overrides(image_override or []),
-            registry=registry,
-            infra=infra,
-            secret_env=options.parse_secret_names(secret_env or []),
-            stack=stack,
-            max_concurrency=max_concurrency,
-            accept_eula=not no_accept_eula,
-            render_dir=render_dir,
-            catalog_path=catalog,
-            resolve_accelerators=not no_resolve_accelerators,
-            sky_bin=sky_bin,
-            isolated_config_dir=isolated_config_dir,
-            invocation=["npa", *sys.argv[1:]],
-            poll_seconds=poll_seconds,
-            max_wait_seconds=max_wait_seconds,
-            retries=retries,
-            max_infrastructure_recoveries=max_infrastructure_recoveries,
-            infrastructure_grace_seconds=infrastructure_grace_seconds,
-            heartbeat_seconds=heartbeat_seconds,
-            stale_after_seconds=stale_after_seconds,
-            preflight_images=preflight_images,
-            image_bootstrap_timeout_seconds=image_bootstrap_timeout_seconds,
-            insecure_registries=list(insecure_registry or []),
-            stage_src=stage_src is True,
-            no_stage_src=stage_src is False,
-            source_root=source_root,
-        )
-        from npa_infra.workflow import live
-
+        opts = submission.SubmitOptions(**submitflags.fields_from_cli(values))
         services = None if json_out else live.LiveServices(progress=output.warn)
         report = submission.submit(spec, opts, services=services)
     if not isinstance(report, submission.SubmitReport):

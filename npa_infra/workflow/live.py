@@ -111,7 +111,7 @@ class LiveRequest:
     infra: str | None
     secret_names: Sequence[str]
     resume: bool
-    invocation: Sequence[str]
+    invocation: Sequence[str]  # the resume command's argv, from the options (submitflags)
     sky_bin: str | None = None
     isolated_config_dir: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
@@ -160,20 +160,15 @@ class LiveResult:
 
 
 def resume_command(invocation: Sequence[str], run_id: str) -> str:
-    """The identical command with ``--resume-run RUN`` (and no ``--run-id``)."""
-    words: list[str] = []
-    skip = False
-    for word in invocation:
-        if skip:
-            skip = False
-            continue
-        if word in ("--run-id", "--resume-run"):
-            skip = True
-            continue
-        if word.startswith(("--run-id=", "--resume-run=")):
-            continue
-        words.append(word)
-    return shlex.join([*words, "--resume-run", run_id])
+    """The shell form of the request's resume command (``submitflags.resume_argv``).
+
+    Raises:
+        InvariantError: ``invocation`` does not resume ``run_id``: it was not built
+            from the submit's options, and a remedy made from it could launch another run.
+    """
+    if list(invocation[-2:]) != ["--resume-run", run_id]:
+        raise InvariantError(f"the resume command of run {run_id} does not resume it")
+    return shlex.join(invocation)
 
 
 def _context(request: LiveRequest) -> str:

@@ -56,6 +56,7 @@ from npa_infra.workflow import (
     sourcing,
     stackbinding,
     stackfile,
+    submitflags,
 )
 from npa_infra.workflow.fingerprint import plan_fingerprint, run_fingerprint
 
@@ -87,7 +88,6 @@ class SubmitOptions:
     resolve_accelerators: bool = True
     sky_bin: str | None = None
     isolated_config_dir: str | None = None
-    invocation: Sequence[str] = ()
     poll_seconds: float = 30.0
     max_wait_seconds: float = 3600.0
     retries: int = 0
@@ -446,7 +446,6 @@ def _live_request(
     stack: stackfile.StackSettings | None,
     image_pins: Mapping[str, str] | None = None,
 ) -> live.LiveRequest:
-    invocation = list(options.invocation) or _invocation(spec_path, options)
     preflight: dict[str, Any] = (
         {"decision": "passed", "pins": dict(image_pins)}
         if image_pins is not None
@@ -464,7 +463,7 @@ def _live_request(
         infra=options.infra,
         secret_names=list(options.secret_env),
         resume=bool(options.resume_run),
-        invocation=invocation,
+        invocation=submitflags.resume_argv(spec_path, options, run_id),
         sky_bin=options.sky_bin,
         isolated_config_dir=options.isolated_config_dir,
         extra={
@@ -477,45 +476,6 @@ def _live_request(
             "image_preflight": preflight,
         },
     )
-
-
-def _invocation(spec_path: Path, options: SubmitOptions) -> list[str]:
-    """The command line an SDK caller's submit corresponds to (for the resume remedy)."""
-    words = ["npa", "workbench", "workflow", "submit", str(spec_path)]
-    if options.stack:
-        words += ["--stack", options.stack]
-    if options.infra:
-        words += ["--infra", options.infra]
-    if options.runtime:
-        words.append("--runtime")
-    for key, value in options.variables.items():
-        words += ["--var", f"{key}={value}"]
-    if options.assume_decision:
-        words += ["--assume-decision", options.assume_decision]
-    if options.image:
-        words += ["--image", options.image]
-    for ref, image in options.image_overrides:
-        words += ["--image-override", f"{ref}={image}"]
-    for name in options.secret_env:
-        words += ["--secret-env", name]
-    for host in options.insecure_registries:
-        words += ["--insecure-registry", host]
-    if not options.preflight_images:
-        words.append("--no-preflight-images")
-    if options.image_bootstrap_timeout_seconds != pullcheck.DEFAULT_TIMEOUT:
-        words += [
-            "--image-bootstrap-timeout-seconds",
-            f"{options.image_bootstrap_timeout_seconds:g}",
-        ]
-    if options.no_stage_src:
-        words.append("--no-stage-src")
-    if options.source_root is not None:
-        words += ["--source", str(options.source_root)]
-    if options.retries:
-        words += ["--retries", str(options.retries)]
-    if options.run_id:
-        words += ["--run-id", options.run_id]
-    return words
 
 
 def _fingerprint_text(text: str) -> str:

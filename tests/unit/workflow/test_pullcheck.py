@@ -12,7 +12,7 @@ from npa_infra.kube.models import KubeErrorKind
 from npa_infra.testing import kube as fakes
 from npa_infra.testing.kube import FakePodProber
 from npa_infra.testing.registry import FakeRegistry
-from npa_infra.workflow import live, pullcheck, submission
+from npa_infra.workflow import live, pullcheck, submission, submitflags
 from npa_infra.workflow.stackfile import StackSettings
 
 REPO = Path(__file__).resolve().parents[3]
@@ -136,10 +136,9 @@ def test_submit_no_preflight_images_never_probes(
 
 
 def test_submit_invocation_keeps_a_non_default_bootstrap_timeout(tmp_path: Path) -> None:
-    words = submission._invocation(
-        LOOP_DECISION, _options(tmp_path, image_bootstrap_timeout_seconds=0)
-    )
+    options = _options(tmp_path, image_bootstrap_timeout_seconds=0)
+    words = submitflags.resume_argv(LOOP_DECISION, options, "pc-1")
     flag = words.index("--image-bootstrap-timeout-seconds")
     assert words[flag + 1] == "0"
-    default = submission._invocation(LOOP_DECISION, _options(tmp_path))
+    default = submitflags.resume_argv(LOOP_DECISION, _options(tmp_path), "pc-1")
     assert "--image-bootstrap-timeout-seconds" not in default
