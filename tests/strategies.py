@@ -33,6 +33,9 @@ Four families:
   ``workflow.submitflags``' table, each option at its default or at a value
   the CLI can spell (quotes, spaces, ``=`` and leading dashes in values,
   repeatables, secret names), for the resume command's round trip.
+- ``run_outcome_evidence``: a run's planned jobs, the attempts a driver made
+  of the ones it took (well-formed walks, or repeats, skips, unplanned
+  names and unknown results) and how it stopped, for ``runs.outcome``.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from hypothesis import strategies as st
 
 from npa_infra.kube.models import NodeInfo, Taint
 from npa_infra.registry.models import ProbeCleanup
+from npa_infra.runs import outcome
 from npa_infra.skypilot.models import CommandResult
 from npa_infra.workflow import submitflags
 from npa_infra.workflow.submitflags import Kind
@@ -62,6 +66,7 @@ __all__ = [
     "probe_observation_fields",
     "pull_secret_layers",
     "random_spec_texts",
+    "run_outcome_evidence",
     "sky_command_results",
     "source_files",
     "submit_option_fields",
@@ -1037,3 +1042,40 @@ def submit_option_fields(draw: st.DrawFn) -> dict[str, Any]:
         for flag in submitflags.OPTIONS
         if flag.resume is submitflags.Resume.CARRY
     }
+
+
+_ATTEMPT_RESULTS = st.sampled_from(list(outcome.AttemptResult))
+
+
+@st.composite
+def run_outcome_evidence(
+    draw: st.DrawFn,
+) -> tuple[list[str], list[outcome.JobEvidence], outcome.Stop, bool]:
+    """A run's planned job names, the evidence of the jobs a driver took, how its walk
+    stopped and whether it supervised: half the time a well-formed walk (a prefix of
+    the plan, retries after failures), otherwise anything, with repeats, skips,
+    unplanned names and any mix of attempt results."""
+    planned = draw(st.lists(st.sampled_from(list("abcdefg")), min_size=1, max_size=5, unique=True))
+    attempt = st.builds(outcome.Attempt, _ATTEMPT_RESULTS, st.none() | st.integers(1, 99))
+    if draw(st.booleans()):
+        taken = []
+        for name in planned[: draw(st.integers(0, len(planned)))]:
+            retries = [outcome.Attempt(outcome.AttemptResult.FAILED, 1)] * draw(st.integers(0, 2))
+            last = draw(
+                st.sampled_from([outcome.AttemptResult.SUCCEEDED] * 4 + list(outcome.AttemptResult))
+            )
+            taken.append(outcome.JobEvidence(name, (*retries, outcome.Attempt(last, 2))))
+    else:
+        names = st.sampled_from([*planned, "x", "y"])
+        taken = draw(
+            st.lists(
+                st.builds(
+                    outcome.JobEvidence,
+                    names,
+                    st.tuples(attempt) | st.lists(attempt, max_size=3).map(tuple),
+                ),
+                max_size=6,
+            )
+        )
+    stop = draw(st.sampled_from(list(outcome.Stop)))
+    return planned, taken, stop, draw(st.booleans())
