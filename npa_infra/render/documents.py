@@ -28,7 +28,11 @@ _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 @dataclass(frozen=True, slots=True)
 class RenderedJob:
-    """One ``sky jobs launch`` unit: its logical name, documents and YAML text."""
+    """One ``sky jobs launch`` unit: its logical name, documents and YAML text.
+
+    ``wave`` is the plan wave it belongs to (the batches of one parallel group
+    share it); ``outputs`` are the URIs its own steps declare, in step order.
+    """
 
     job_name: str
     wave: int | None
@@ -36,6 +40,7 @@ class RenderedJob:
     documents: tuple[dict[str, Any], ...]
     images: tuple[str, ...]
     text: str
+    outputs: tuple[str, ...] = ()
 
 
 class _Dumper(yaml.SafeDumper):
@@ -123,8 +128,15 @@ def _job(
 ) -> RenderedJob:
     docs, imgs = _tasks(steps, s)
     documents = ({"name": name, "execution": execution}, *docs)
+    outputs = tuple(str(out["uri"]) for step in steps for out in step.outputs if out.get("uri"))
     return RenderedJob(
-        name, wave, execution, documents, tuple(dict.fromkeys(imgs)), dump_documents(documents)
+        name,
+        wave,
+        execution,
+        documents,
+        tuple(dict.fromkeys(imgs)),
+        dump_documents(documents),
+        outputs,
     )
 
 

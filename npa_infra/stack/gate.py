@@ -24,6 +24,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from npa_infra import config as npa_config
+from npa_infra.runs import lifecycle
 
 if TYPE_CHECKING:
     from npa_infra.journal.records import EventRow, RunRow
@@ -43,7 +44,8 @@ __all__ = [
     "run_verdict",
 ]
 
-TERMINAL_STATUSES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED", "ROLLED_BACK"})
+# the journal statuses after which no job of the run can still be live (runs.lifecycle)
+TERMINAL_STATUSES = lifecycle.SETTLED
 SETTLING_CANCEL_OUTCOMES = frozenset({"cancelled", "already_absent", "not_submitted"})
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from npa_infra.errors import UncertainOutcomeError
 from npa_infra.runs import codec, transaction
+from npa_infra.runs.lifecycle import RunStatus
 from npa_infra.runs.models import LaunchState, ReconciliationState, TransactionRecord
 from npa_infra.workflow import taskfiles
 from npa_infra.workflow.launcher import AttemptKey, Clock, LaunchDriver
@@ -143,7 +144,9 @@ def launch_wave(
             _verify_adopted(record, sky, clock, journal, key)
             return record
         record = _reenter(record, clock)
-    journal.update_run(request.run_id, status="LAUNCHING", lifecycle_state="mutating", now=now)
+    journal.update_run(
+        request.run_id, status=RunStatus.LAUNCHING, lifecycle_state="mutating", now=now
+    )
 
     def before_post(intent: TransactionRecord) -> None:
         # the sequence this POST carries is durable (the intent checkpoint) before it is sent

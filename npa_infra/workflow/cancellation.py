@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from npa_infra import config as npa_config
+from npa_infra.runs.lifecycle import RunStatus
 from npa_infra.runs.models import ReconciliationState
 from npa_infra.skypilot.models import QueueResult, QueueVerdict
 
@@ -194,5 +195,5 @@ def _poll(sky: SkyPilot, clock: Clock, waiting: set[int], report: CancelReport) 
 def _record(journal: Journal, clock: Clock, report: CancelReport) -> CancelReport:
     journal.append_event(report.run_id, "cancel", report.to_json(), now=clock.now())
     if report.outcome == "cancelled" and report.cancelled_job_ids:
-        journal.update_run(report.run_id, status="CANCELLED", now=clock.now())
+        journal.update_run(report.run_id, status=RunStatus.CANCELLED, now=clock.now())
     return report

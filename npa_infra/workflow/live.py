@@ -34,6 +34,7 @@ from npa_infra.errors import (
     UsageError,
 )
 from npa_infra.kube.sharedpods import SharedPods
+from npa_infra.runs.lifecycle import RunStatus
 from npa_infra.runs.models import LaunchState, TransactionRecord
 from npa_infra.skypilot.sharedqueue import SharedQueue
 from npa_infra.workflow import attempts, credentials, stackbinding
@@ -87,12 +88,14 @@ class LiveServices:
 
 @dataclass(frozen=True, slots=True)
 class RoutedPlan:
-    """The rendered waves of a runtime plan prefix, and the decision it waits on."""
+    """The rendered jobs of a runtime plan prefix (one per wave, one per batch of a
+    wide parallel group), and the decision it waits on."""
 
     jobs: Sequence[RenderedJob]
     pending: DecisionPoint | None
     decisions_used: tuple[tuple[str, str], ...] = ()
-    outputs: Mapping[int, tuple[str, ...]] = field(default_factory=dict)  # declared, per wave
+    # declared, per job of the route by its position (the journal's wave index)
+    outputs: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
     schemas: Mapping[str, str] = field(default_factory=dict)  # declared output URI → schema label
 
 
@@ -350,7 +353,7 @@ def _open_run(
             "--resume-run to start it",
             details={"run_id": request.run_id},
         )
-    if existing is not None and not request.resume and existing.status != "ROLLED_BACK":
+    if existing is not None and not request.resume and existing.status != RunStatus.ROLLED_BACK:
         raise RunStateError(
             f"run {request.run_id} already exists (status {existing.status})",
             remedy=f"continue it with: {command}; or choose another --run-id",
@@ -366,7 +369,7 @@ def _open_run(
                 spec_path=str(request.spec_path),
                 fingerprint=request.fingerprint,
                 resume_argv=shlex.split(command),
-                status="LAUNCHING",
+                status=RunStatus.LAUNCHING,
                 lifecycle_state="prepared",
                 created_at=now,
                 updated_at=now,
@@ -432,7 +435,7 @@ def _stage_source(journal: Journal, request: LiveRequest, clock: Clock) -> None:
         )
         if not journal.waves(request.run_id):
             journal.update_run(
-                request.run_id, status="ROLLED_BACK", lifecycle_state="rolled-back", now=now
+                request.run_id, status=RunStatus.ROLLED_BACK, lifecycle_state="rolled-back", now=now
             )
         raise
     journal.append_event(request.run_id, "source_staging", record, now=clock.now())

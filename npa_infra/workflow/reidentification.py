@@ -99,7 +99,11 @@ class Router:
     def identify(
         self, spec_path: Path, decided: Mapping[str, str], index: int
     ) -> recovery.Recomputed:
-        """Wave ``index``'s task-YAML sha256, recomputed from the spec file as it is now."""
+        """Job ``index``'s task-YAML sha256, recomputed from the spec file as it is now.
+
+        ``index`` is the job's position in the route (the journal's wave index: each
+        batch of a wide parallel group is a job of its own).
+        """
         try:
             spec = loading.load_validated(spec_path, self.catalog, self.options.variables).spec
             jobs = self.render(spec, decided).jobs
@@ -111,7 +115,7 @@ class Router:
             return recovery.Recomputed(
                 None, f"wave {index:02d} could not be re-rendered from {spec_path}: {err.message}"
             )
-        job = next((j for j in jobs if j.wave == index), None)
+        job = jobs[index] if 0 <= index < len(jobs) else None
         if job is None:
             return recovery.Recomputed(
                 None, f"wave {index:02d} is no longer in the plan of {spec_path}"

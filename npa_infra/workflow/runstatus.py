@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from npa_infra import config as npa_config
+from npa_infra.runs import lifecycle
+from npa_infra.runs.lifecycle import RunStatus
 from npa_infra.skypilot.models import JobStatus, QueueResult, QueueVerdict
 from npa_infra.workflow import watch
 
@@ -62,7 +64,7 @@ STATUS_EXIT_CODES: dict[str, int] = {
 
 
 # a journal run status after which no job of the run can still be live
-TERMINAL_RUN_STATUSES = frozenset({"SUCCEEDED", "FAILED", "ROLLED_BACK", "CANCELLED", "PLANNED"})
+TERMINAL_RUN_STATUSES = frozenset({*lifecycle.SETTLED, RunStatus.PLANNED})
 # a reported status that ``--watch`` keeps refreshing (anything else ends the watch)
 IN_PROGRESS_STATUSES = frozenset(
     {"PENDING", "STARTING", "RUNNING", "RECOVERING", "CANCELLING", "LAUNCHING"}
@@ -138,11 +140,12 @@ class StatusReport:
 
 def _journal_status(run_status: str) -> str | None:
     """A run whose journal status already decides the answer, without SkyPilot."""
-    return {
-        "ROLLED_BACK": "NOT_SUBMITTED",
-        "PLANNED": "NOT_SUBMITTED",
-        "RECOVERY_REQUIRED": "BLOCKED",
-    }.get(run_status)
+    decided: dict[str, str] = {
+        RunStatus.ROLLED_BACK: "NOT_SUBMITTED",
+        RunStatus.PLANNED: "NOT_SUBMITTED",
+        RunStatus.RECOVERY_REQUIRED: "BLOCKED",
+    }
+    return decided.get(run_status)
 
 
 @dataclass(slots=True)
@@ -278,7 +281,7 @@ def _from_journal(journal: Journal, run: RunRow) -> StatusReport:
         run.mode,
         transactions=[t.record for t in journal.transactions(run.run_id)],
         updated_at=run.updated_at,
-        remedy=shlex.join(run.resume_argv) if run.status == "RECOVERY_REQUIRED" else "",
+        remedy=shlex.join(run.resume_argv) if run.status == RunStatus.RECOVERY_REQUIRED else "",
     )
     events = journal.events(run.run_id)
     budgets = {

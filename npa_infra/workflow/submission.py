@@ -41,6 +41,7 @@ from npa_infra.plan import context, planner, waves
 from npa_infra.plan.model import Plan, PlanError
 from npa_infra.render import documents, images, raw
 from npa_infra.render.tasks import RenderSettings, secret_names_for_image
+from npa_infra.runs.lifecycle import RunStatus
 from npa_infra.spec.model import ExecutionMode
 from npa_infra.workflow import (
     accelerators,
@@ -129,7 +130,7 @@ class SubmitReport:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "status": "PLANNED",
+            "status": RunStatus.PLANNED,
             "bucket_is_placeholder": self.bucket_is_placeholder,
             "lifecycle_state": "PLAN_ONLY",
             "submission_state": "NOT_SUBMITTED",
@@ -340,17 +341,8 @@ def submit(
                 # first decision not read yet.
                 fresh = router.render(spec, decided)
                 stackbinding.require_pull_secrets(fresh.jobs, stack)
-                outputs = {
-                    wave.index: tuple(
-                        str(out["uri"])
-                        for step in wave.steps
-                        for out in step.outputs
-                        if out.get("uri")
-                    )
-                    for wave in waves.compute(
-                        fresh.remapped, max_concurrency_cap=options.max_concurrency
-                    )
-                }
+                # per job of the route (each batch of a group its own), by position
+                outputs = {index: job.outputs for index, job in enumerate(fresh.jobs)}
                 schemas = {  # declared output URI -> its schema label, recorded with each probe
                     str(out["uri"]): str(out["schema"])
                     for step in fresh.remapped.steps

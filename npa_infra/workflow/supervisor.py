@@ -20,10 +20,17 @@ from npa_infra.errors import (
     NpaError,
     UncertainOutcomeError,
 )
-from npa_infra.runs import supervision
+from npa_infra.runs import lifecycle, supervision
 from npa_infra.runs.models import TransactionRecord
 from npa_infra.skypilot.models import JobStatus
-from npa_infra.workflow import completion, recovery, resumption, routing, watch
+from npa_infra.workflow import (
+    accounting,
+    completion,
+    recovery,
+    resumption,
+    routing,
+    watch,
+)
 
 if TYPE_CHECKING:
     from npa_infra.journal.store import Journal
@@ -87,6 +94,9 @@ def run_waves(
 
     records: list[TransactionRecord] = []
     job_ids: list[int] = []
+    # every planned job the walk takes, for the run's outcome (runs.outcome)
+    ledger = accounting.Ledger(supervised=request.mode == "runtime")
+    ledger.plan(request.jobs)
     command = live.resume_command(request.invocation, request.run_id)
     try:
         if request.mode == "runtime" and request.replan is not None:
@@ -99,18 +109,19 @@ def run_waves(
                 launch,
                 records,
                 job_ids,
+                ledger,
                 cluster,
                 progress,
                 shared_queue,
                 shared_pods,
             )
-        return _run_listed(request, journal, sky, clock, launch, records, job_ids)
+        return _run_listed(request, journal, sky, clock, launch, records, job_ids, ledger)
     except KeyboardInterrupt:
         error = InterruptedRunError(
             "interrupted while supervising; every launch so far is journaled",
             remedy=f"rerun: {command}",
         )
-        return _finish(request, journal, clock, records, job_ids, error)
+        return _finish(request, journal, clock, records, job_ids, error, ledger)
 
 
 def watch_policy(extra: Mapping[str, Any]) -> supervision.WatchPolicy:
@@ -141,6 +152,7 @@ def _run_listed(
     launch: Launch,
     records: list[TransactionRecord],
     job_ids: list[int],
+    ledger: accounting.Ledger,
 ) -> LiveResult:
     """The rendered jobs in order (one-shot: one serial pipeline; no routing)."""
     from npa_infra.workflow import live
@@ -150,11 +162,12 @@ def _run_listed(
         record = launch(job, index)
         records.append(record)
         error = live.outcome_error(record, command)
+        ledger.take(job, [record], error)
         if error is not None:
-            return _finish(request, journal, clock, records, job_ids, error)
+            return _finish(request, journal, clock, records, job_ids, error, ledger)
         assert record.job_id is not None  # SUBMITTED/ADOPTED always carry the reconciled id
         job_ids.append(record.job_id)
-    return _finish(request, journal, clock, records, job_ids, None)
+    return _finish(request, journal, clock, records, job_ids, None, ledger)
 
 
 def _run_routed(
@@ -166,6 +179,7 @@ def _run_routed(
     launch: Launch,
     records: list[TransactionRecord],
     job_ids: list[int],
+    ledger: accounting.Ledger,
     cluster: KubeCluster | None,
     progress: Callable[[str], None] | None = None,
     shared_queue: SharedQueue | None = None,
@@ -173,16 +187,20 @@ def _run_routed(
 ) -> LiveResult:
     """Runtime mode with decisions: run the plan prefix, read the decision, re-plan, go on.
 
-    Decisions already read are kept in the run's journal data, so a resumed
-    run re-plans to the same prefix and replays its succeeded waves instead of
-    relaunching them (dsl.md §5.4, runtime-reference.md §3).
+    Every rendered job of the route is one journal slot, numbered by its position
+    in the route: a parallel group wider than its ``maxConcurrency`` renders one
+    JobGroup per batch, and each batch is launched and supervised to its end
+    before the next (dsl.md §5.4). A re-plan extends the route; the jobs already
+    run must stay its prefix. Decisions already read are kept in the run's
+    journal data, so a resumed run re-plans to the same prefix and replays its
+    succeeded jobs instead of relaunching them (runtime-reference.md §3).
     """
     from npa_infra.workflow import live
 
     assert request.replan is not None
     run = journal.get_run(request.run_id)
     decided: dict[str, str] = dict((run.data if run else {}).get("decisions") or {})
-    done: set[int] = set()
+    done: dict[int, str] = {}  # position in the route -> the job run there
     command = live.resume_command(request.invocation, request.run_id)
     poll = dict(request.extra.get("poll") or {})
     replan = request.replan
@@ -209,21 +227,29 @@ def _run_routed(
     )
     while True:
         routed = request.replan(decided)
-        for position, job in enumerate(routed.jobs):
-            index = job.wave if job.wave is not None else position
+        ledger.plan(routed.jobs)
+        moved = accounting.prefix_moved(done, routed.jobs, command)
+        if moved is not None:
+            return _finish(request, journal, clock, records, job_ids, moved, ledger)
+        for index, job in enumerate(routed.jobs):
             if index in done:
                 continue
+            error = accounting.slot_conflict(journal, request.run_id, index, job, command)
+            if error is not None:
+                return _finish(request, journal, clock, records, job_ids, error, ledger)
+            first = len(records)
             error = _run_wave(
                 request, journal, sky, clock, launch, job, index, records, job_ids, context
             )
+            ledger.take(job, records[first:], error)
             if error is not None:
-                return _finish(request, journal, clock, records, job_ids, error)
-            done.add(index)
+                return _finish(request, journal, clock, records, job_ids, error, ledger)
+            done[index] = job.job_name
         if routed.pending is None:
-            return _finish(request, journal, clock, records, job_ids, None)
+            return _finish(request, journal, clock, records, job_ids, None, ledger)
         value, failure = routing.read_decision(store, routed.pending, command)
         if failure is not None:
-            return _finish(request, journal, clock, records, job_ids, failure)
+            return _finish(request, journal, clock, records, job_ids, failure, ledger)
         decided[routed.pending.key] = value
         now = clock.now()
         journal.update_run(request.run_id, data={"decisions": decided}, now=now)
@@ -615,30 +641,37 @@ def _finish(
     records: list[TransactionRecord],
     job_ids: list[int],
     error: NpaError | None,
+    ledger: accounting.Ledger,
 ) -> LiveResult:
-    from npa_infra.workflow.live import LiveResult
+    """Journal the run's outcome, accounted over every planned job (``runs.outcome``):
+    a run that left a planned job unlaunched, or whose evidence is unproven, never
+    succeeds."""
+    from npa_infra.workflow.live import LiveResult, resume_command
 
-    if error is None:
-        status = "SUCCEEDED" if request.mode == "runtime" else "SUBMITTED"
-        lifecycle = "committed"
-    elif isinstance(error, UncertainOutcomeError) or error.exit_code == 130:
-        status, lifecycle = "RECOVERY_REQUIRED", "recovery-required"
-    elif records and records[-1].launch_sequence == 0 and len(records) == 1:
-        status, lifecycle = "ROLLED_BACK", "rolled-back"
-    else:
-        status, lifecycle = "FAILED", "committed"
+    decided, error = accounting.conclude(
+        ledger,
+        error,
+        command=resume_command(request.invocation, request.run_id),
+        run_id=request.run_id,
+    )
+    status = decided.status
     now = clock.now()
     journal.update_run(
         request.run_id,
         status=status,
-        lifecycle_state=lifecycle,
+        lifecycle_state=lifecycle.lifecycle_state(status),
         data={"sky_job_ids": job_ids},
         now=now,
     )
     journal.append_event(
         request.run_id,
         "outcome",
-        {"status": status, "error": error.message if error else None},
+        {
+            "status": status,
+            "reason": decided.reason,
+            "job": decided.job,
+            "error": error.message if error else None,
+        },
         now=now,
     )
     return LiveResult(

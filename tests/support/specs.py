@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["one_step_spec"]
+__all__ = ["fanout_spec", "one_step_spec"]
 
 
 def one_step_spec(name: str, bucket: str) -> str:
@@ -19,3 +19,32 @@ states:
     run: {{shell: echo train}}
     terminal: true
 """
+
+
+def fanout_spec(
+    name: str, root_uri: str, *, members: int, max_concurrency: int, outputs: bool = False
+) -> str:
+    """A runtime spec: a parallel group ``fan`` of ``members`` states (``m0``…), at most
+    ``max_concurrency`` at a time, then a serial ``join`` behind it.
+
+    With ``outputs`` each member declares ``<root_uri>/m<i>.json``.
+    """
+    lines = [
+        "apiVersion: npa.workflow/v0.0.1",
+        "kind: Workflow",
+        f"metadata: {{name: {name}, executionMode: runtime}}",
+        f'config: {{root_uri: "{root_uri}"}}',
+        "resources:",
+        "  default: {cloud: kubernetes, cpus: 1, memory: 1Gi}",
+        "states:",
+        "  fan:",
+        f"    parallel: [{', '.join(f'm{i}' for i in range(members))}]",
+        f"    maxConcurrency: {max_concurrency}",
+        "    next: join",
+    ]
+    for i in range(members):
+        lines += [f"  m{i}:", "    toolRef: workbench.rerun.report"]
+        if outputs:
+            lines += ["    outputs:", f'      - {{uri: "{{{{config.root_uri}}}}/m{i}.json"}}']
+    lines += ["  join:", "    toolRef: workbench.rerun.report", "    terminal: true"]
+    return "\n".join(lines) + "\n"
