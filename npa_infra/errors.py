@@ -10,7 +10,10 @@ Every failure a user can cause or meet is an ``NpaError``: a one-sentence
     ├── RenderError           a valid plan cannot be rendered for SkyPilot (exit 1)
     ├── ConfigError           local configuration or environment is missing or wrong (exit 1)
     │   ├── MissingSecretError    a --secret-env name has no value anywhere we may look
-    │   └── StackConfigError      a stack configuration file is invalid; carries located issues
+    │   ├── StackConfigError      a stack configuration file is invalid; carries located issues
+    │   └── SkyPilotDriftError    the pinned SkyPilot venv drifted (kubernetes client >= 36,
+    │                             fastapi >= 0.120), or another API server holds the port;
+    │                             raised before any live action runs the binary
     ├── KubeError             a Kubernetes call failed; ``kind`` says terminal or transient (exit 1)
     ├── StorageError          an object-store (S3) call failed; ``kind`` says absent, forbidden,
     │                         no such bucket, unavailable (transient) or unknown (exit 1)
@@ -56,6 +59,7 @@ __all__ = [
     "RenderError",
     "RunLockedError",
     "RunStateError",
+    "SkyPilotDriftError",
     "SpecError",
     "StackConfigError",
     "StackLockedError",
@@ -161,6 +165,12 @@ class StackConfigError(ConfigError):
         )
         self.issues = issues
         self.source = source
+
+
+class SkyPilotDriftError(ConfigError):
+    """The SkyPilot a live action would run misses its pins; ``details["reason"]`` says how."""
+
+    category = "skypilot_drift"
 
 
 class ExternalError(NpaError):

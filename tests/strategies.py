@@ -36,6 +36,10 @@ Four families:
 - ``run_outcome_evidence``: a run's planned jobs, the attempts a driver made
   of the ones it took (well-formed walks, or repeats, skips, unplanned
   names and unknown results) and how it stopped, for ``runs.outcome``.
+- ``drift_observations``: what the SkyPilot drift gate observes: a venv in
+  any state with versions in and out of the pins (or missing), any owner of
+  the API server port or none checked, and any set of IAM token names, for
+  the totality and rule order of ``skypilot.drift.decide``.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from hypothesis import strategies as st
 from npa_infra.kube.models import NodeInfo, Taint
 from npa_infra.registry.models import ProbeCleanup
 from npa_infra.runs import outcome
+from npa_infra.skypilot import drift, port
 from npa_infra.skypilot.models import CommandResult
 from npa_infra.workflow import submitflags
 from npa_infra.workflow.submitflags import Kind
@@ -57,6 +62,7 @@ from npa_infra.workflow.submitflags import Kind
 __all__ = [
     "SEED_SPECS",
     "accelerator_requests",
+    "drift_observations",
     "gpu_node_lists",
     "hex_texts",
     "image_id_texts",
@@ -1079,3 +1085,38 @@ def run_outcome_evidence(
         )
     stop = draw(st.sampled_from(list(outcome.Stop)))
     return planned, taken, stop, draw(st.booleans())
+
+
+_DIST_VERSIONS = {
+    "skypilot": ("0.12.2", "0.12.3", "0.11.0"),
+    "kubernetes": ("35.0.0", "34.1.0", "32.0.0", "36.0.0", "37.0.2", "19.0.0"),
+    "fastapi": ("0.119.1", "0.115.0", "0.120.0", "0.165.0"),
+    "click": ("8.1.8", "8.2.0", "8.0.4"),
+}
+
+
+@st.composite
+def drift_observations(draw: st.DrawFn) -> drift.Observation:
+    """A drift-gate observation; each distribution in or out of its pin, or missing."""
+    versions = {
+        name: draw(st.none() | st.sampled_from(choices)) for name, choices in _DIST_VERSIONS.items()
+    }
+    venv = drift.VenvObservation(
+        draw(st.sampled_from(list(drift.VenvState))),
+        draw(st.none() | st.sampled_from(["3.11.7", "3.12.1", "3.13.0", "3.8.10", "3.9"])),
+        versions,
+        draw(st.sampled_from(["", "/opt/venv"])),
+    )
+    server = draw(
+        st.none()
+        | st.builds(
+            port.PortCheck,
+            st.sampled_from([port.API_PORT, port.EXTRA_PORT]),
+            st.sampled_from(list(port.Ownership)),
+            st.none() | st.integers(1, 99999),
+            st.none() | st.just("/home/other"),
+            st.none() | st.just("npa-0123456789"),
+        )
+    )
+    tokens = tuple(name for name in drift.STALE_TOKEN_VARS if draw(st.booleans()))
+    return drift.Observation(venv, server, tokens)

@@ -430,6 +430,10 @@ def _print_report(report: "StatusReport | AllStatusReport", *, first: bool) -> N
         _print_all(report.runs)
     else:
         _print_status(report)
+    if first:  # the drift gate's warnings, on stderr once per command
+        runs = report.runs if isinstance(report, runstatus.AllStatusReport) else [report]
+        for w in {w["message"]: w for r in runs for w in r.warnings}.values():
+            output.warn(f"Warning: {w['message']}. Hint: {w['remedy']}")
 
 
 def _print_status(report: Any) -> None:

@@ -7,7 +7,10 @@ fail loudly on its own: the controller retries forever, or the local API
 server dies at start. So the gate names the cause and the repair
 (``npa skypilot bootstrap``) before any job is launched. Results are cached
 in memory per (path, inode, mtime): a rebuilt venv is a new file and is
-probed again.
+probed again. This is the thorough check (it runs the binary); the one every
+live action runs first is ``livegate``, which reads the same pins from the
+venv's metadata. An exported static IAM token is a warning here as there
+(``drift.token_advisory``): it does not make the report unhealthy.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from pydantic import BaseModel, ConfigDict
 
 from npa_infra import config as npa_config
 from npa_infra.errors import ConfigError
-from npa_infra.skypilot import classify, isolation, pins, port, resolve
+from npa_infra.skypilot import classify, drift, isolation, livegate, pins, port, resolve
 from npa_infra.skypilot.runner import Runner, SubprocessRunner
 
 __all__ = [
@@ -39,10 +42,7 @@ __all__ = [
 ]
 
 BOOTSTRAP_REMEDY = "run `npa skypilot bootstrap` (it builds or repairs the pinned SkyPilot venv)"
-PORT_REMEDY = (
-    "stop the other SkyPilot API server (`sky api stop` in its environment), "
-    "or use the same isolated directory it uses"
-)
+PORT_REMEDY = drift.PORT_REMEDY
 _DISTRIBUTIONS = ("skypilot", "kubernetes", "fastapi", "click")
 # Runs under the venv's own interpreter: Python 3.9+, standard library only.
 PROBE = (
@@ -276,6 +276,10 @@ def status(
     if port_warnings:
         warnings += port_warnings
         remedies.append(PORT_REMEDY)
+    advisory = drift.token_advisory(livegate.token_vars(env))
+    if advisory is not None:
+        warnings.append(advisory.message)
+        remedies.append(advisory.remedy)
     return StatusReport(
         ok=result.ok and config_ok,
         bin_path=str(binary.path),

@@ -40,7 +40,7 @@ from npa_infra import config as npa_config
 from npa_infra.errors import ConfigError, KubeError
 from npa_infra.kube import kubeconfig, readiness
 from npa_infra.kube.base import KubeCluster
-from npa_infra.skypilot import isolation, pins, status
+from npa_infra.skypilot import drift, isolation, livegate, pins, status
 
 __all__ = [
     "DEFAULT_SERVICE_ACCOUNT",
@@ -61,7 +61,7 @@ __all__ = [
 DEFAULT_SERVICE_ACCOUNT = "skypilot-service-account"
 # skypilot-0.12.md §9.2: these remote_identity values all mean SkyPilot's own account.
 _DEFAULT_IDENTITIES = ("SERVICE_ACCOUNT", "LOCAL_CREDENTIALS", "NO_UPLOAD")
-STALE_TOKEN_VARS = ("NEBIUS_IAM_TOKEN", "NPA_NEBIUS_IAM_TOKEN")
+STALE_TOKEN_VARS = drift.STALE_TOKEN_VARS
 _DEFAULT_SOURCE = "SkyPilot's default (remote_identity SERVICE_ACCOUNT)"
 # All of these passing means SkyPilot can use the context (``kubernetes_enabled``).
 _CLUSTER_CHECKS = frozenset({"kubeconfig_context", "readiness", "namespace", "service_account"})
@@ -288,18 +288,12 @@ def _pin_check(report: status.StatusReport) -> Check:
 
 
 def _token_check(env: Mapping[str, str]) -> Check:
-    present = [name for name in STALE_TOKEN_VARS if env.get(name)]
-    if not present:
+    advisory = drift.token_advisory(livegate.token_vars(env))  # the live gate's own warning
+    if advisory is None:
         return Check(
             name="stale_iam_token", ok=True, detail="no static Nebius IAM token is exported"
         )
-    return Check(
-        name="stale_iam_token",
-        ok=False,
-        detail=f"{', '.join(present)} is set: a static IAM token overrides the kubeconfig's "
-        "refreshing credential plugin and expires during long runs",
-        remedy="unset NEBIUS_IAM_TOKEN NPA_NEBIUS_IAM_TOKEN",
-    )
+    return Check(name="stale_iam_token", ok=False, detail=advisory.message, remedy=advisory.remedy)
 
 
 def _cluster_checks(

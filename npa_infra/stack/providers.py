@@ -44,7 +44,13 @@ from typing import Any
 import pulumi
 from pulumi import dynamic
 
-from npa_infra.errors import ConfigError, ExternalError, RunStateError, StorageError
+from npa_infra.errors import (
+    ConfigError,
+    ExternalError,
+    RunStateError,
+    SkyPilotDriftError,
+    StorageError,
+)
 from npa_infra.kube.base import KubeCluster
 from npa_infra.skypilot.base import SkyPilot
 from npa_infra.skypilot.isolation import ControllerSettings, IsolatedDir, controller_pod_config
@@ -218,7 +224,7 @@ class ControllerProvider(dynamic.ResourceProvider):
         }
 
     def _client(self, props: Mapping[str, Any], env: Mapping[str, str]) -> SkyPilot:
-        from npa_infra.skypilot import resolve
+        from npa_infra.skypilot import livegate, resolve
 
         isolated = IsolatedDir(Path(str(props["state_dir"])).expanduser())
         try:
@@ -228,11 +234,23 @@ class ControllerProvider(dynamic.ResourceProvider):
                 f"cannot verify the controller is gone: {exc.message}. Hint: {exc.remedy}",
                 remedy=exc.remedy,
             ) from exc
+        # the drift gate before `sky down` (faults.md, drifted tools); an injected client
+        # checks its own ports, the real one is checked here once
+        try:
+            livegate.enforce(
+                binary, env, sky_env=None if self._sky is not None else isolated.environment(env)
+            )
+        except SkyPilotDriftError as exc:  # the engine shows the message only
+            raise SkyPilotDriftError(
+                f"refusing to tear down the controller: {exc.message}. Hint: {exc.remedy}",
+                remedy=exc.remedy,
+                details=exc.details,
+            ) from exc
         if self._sky is not None:
             return self._sky(binary, isolated, env)
         from npa_infra.skypilot.skycli import SkyCli
 
-        return SkyCli(binary, isolated, env)
+        return SkyCli(binary, isolated, env, check_ports=False)
 
 
 class SourcePrefixProvider(dynamic.ResourceProvider):

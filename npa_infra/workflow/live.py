@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from npa_infra.plan.model import DecisionPoint
     from npa_infra.render.documents import RenderedJob
     from npa_infra.skypilot.base import SkyPilot
+    from npa_infra.skypilot.drift import Advisory
     from npa_infra.skypilot.isolation import IsolatedDir
     from npa_infra.stack.api import EngineFactory
     from npa_infra.storage.base import ObjectStore
@@ -138,6 +139,7 @@ class LiveResult:
     transactions: list[dict[str, Any]]
     error: NpaError | None = None
     exit_code: int = 0
+    warnings: list[dict[str, str]] = field(default_factory=list)  # the drift gate's advisories
 
     def to_json(self) -> dict[str, Any]:
         last = self.transactions[-1] if self.transactions else None
@@ -151,6 +153,7 @@ class LiveResult:
             "submitted_yaml_path": self.submitted_yaml_path,
             "launch_transaction": last,
             "launch_transactions": self.transactions,
+            "warnings": self.warnings,
             "error": None,
         }
         if self.error is not None:
@@ -204,15 +207,22 @@ def open_adapters(
     stack: StackSettings | None = None,
     sky_bin: str | None = None,
     isolated_config_dir: str | None = None,
+    on_warning: Callable[[Advisory], None] | None = None,
 ) -> tuple[SkyPilot, KubeCluster, Clock, IsolatedDir]:
     """SkyPilot for the stack's isolated directory, the exact context, and the clock.
 
     A directory a stack's controller resource claimed is adopted as it is, and a
     submit from the stack's outputs must find exactly the directory, config and
-    controller they name (``stackbinding.verify_adopted``).
+    controller they name (``stackbinding.verify_adopted``). The SkyPilot drift
+    gate (``skypilot.livegate``) runs before the adapter is returned: a refusal
+    raises, each warning goes to ``on_warning`` and to ``given.progress``.
+
+    Raises:
+        SkyPilotDriftError: the binary's venv misses its pins, or another state
+            directory's API server holds the port.
     """
     from npa_infra.kube import kubeconfig
-    from npa_infra.skypilot import isolation
+    from npa_infra.skypilot import isolation, livegate
     from npa_infra.skypilot import resolve as sky_resolve
 
     given = given or LiveServices()
@@ -224,13 +234,20 @@ def open_adapters(
     kube_config, _ = kubeconfig.resolve(context, env)  # an unknown context fails here, exit 1
     isolated.prepare(env, context=context, controller=controller_settings(stack), stack=stack_name)
     stackbinding.verify_adopted(stack, isolated, env)
-    if given.sky is not None:
+    if given.sky is not None:  # an injected adapter: no binary to read, its ports its own
+        verdict = livegate.enforce(None, env, sky_env=None)
         sky = given.sky(isolated, env)
     else:
         from npa_infra.skypilot.skycli import SkyCli
 
         binary = sky_resolve.resolve_binary(sky_bin, env, config)
-        sky = SkyCli(binary.path, isolated, env)
+        verdict = livegate.enforce(binary.path, env, sky_env=isolated.environment(env))
+        sky = SkyCli(binary.path, isolated, env, check_ports=False)  # the gate checked them
+    for advisory in verdict.advisories:
+        if on_warning is not None:
+            on_warning(advisory)
+        if given.progress is not None:
+            given.progress(advisory.text())
     if given.cluster is not None:
         cluster = given.cluster(kube_config.path, context)
     else:
@@ -264,6 +281,7 @@ def execute(
     secrets = credentials.resolve_values(
         request.secret_names, env, npa_home=home, stack=request.stack_name
     )
+    warned: list[dict[str, str]] = []  # the drift gate's advisories, for the result
     sky, cluster, clock, isolated = open_adapters(
         env,
         services,
@@ -273,6 +291,7 @@ def execute(
         sky_bin=request.sky_bin,
         isolated_config_dir=request.isolated_config_dir
         or (request.stack.isolated_config_dir if request.stack else None),
+        on_warning=lambda advisory: warned.append(advisory.to_json()),
     )
     command = resume_command(request.invocation, request.run_id)
     journal = Journal.open(home, secret_values=secrets.values())
@@ -285,7 +304,7 @@ def execute(
             driver = LaunchDriver(sky, journal, clock, cluster=cluster)
             from npa_infra.workflow import supervisor
 
-            return supervisor.run_waves(
+            result = supervisor.run_waves(
                 request,
                 journal=journal,
                 driver=driver,
@@ -314,6 +333,8 @@ def execute(
                     )
                 ),
             )
+            result.warnings = warned
+            return result
     finally:
         journal.close()
 

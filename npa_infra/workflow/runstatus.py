@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from npa_infra.journal.store import Journal
     from npa_infra.kube.base import KubeCluster
     from npa_infra.kube.models import PodObservation
+    from npa_infra.skypilot.drift import Advisory
     from npa_infra.skypilot.models import QueueRecord
     from npa_infra.workflow.live import LiveServices
 
@@ -107,6 +108,7 @@ class StatusReport:
     remedy: str = ""
     detail: str = ""
     budgets: dict[str, dict[str, Any]] | None = None
+    warnings: list[dict[str, str]] = field(default_factory=list)  # the drift gate's advisories
 
     @property
     def sky_job_ids(self) -> list[int]:
@@ -135,6 +137,7 @@ class StatusReport:
             "updated_at": self.updated_at,
             "remedy": self.remedy,
             "detail": self.detail,
+            "warnings": self.warnings,
         }
 
 
@@ -371,12 +374,17 @@ def _verify_group(
     """One queue read for every report of one (stack, context), then ``_verify``."""
     from npa_infra.workflow import live
 
+    def warn(advisory: Advisory) -> None:  # the drift gate's warnings reach every report
+        for report in reports:
+            report.warnings.append(advisory.to_json())
+
     sky, cluster, _, _ = live.open_adapters(
         env,
         services,
         context=_context(run),
         stack_name=run.stack or None,
         isolated_config_dir=live.recorded_state_dir(run.data),
+        on_warning=warn,
     )
     _verify(reports, sky.queue(verbose=True), cluster)
 
