@@ -10,8 +10,7 @@ fetches the answer itself and stores it for the others. N runs cost one read
 per tick, not N.
 
 ``not_before`` is when the caller began watching: an answer read before then
-may predate the caller's own job, and a job missing from a good answer means
-it was lost. An answer ``shareable`` rejects (an unavailable queue) is never
+may predate the caller's own job, and would only add reads that miss it. An answer ``shareable`` rejects (an unavailable queue) is never
 stored, so the next supervisor fetches for itself; a stored answer that does
 not decode is ignored. Times come from the caller's clock.
 """

@@ -25,6 +25,13 @@ Four families:
   GPU label keys and values (GFD, Nebius, SkyPilot, GKE spellings, the
   labelling race), taints, readiness and cordons, and ``NAME:N`` requests
   near those names, for the GPU resolver's properties.
+- ``missing_sequences``: one supervised job's reads, present, missing from a
+  readable answer or unreadable, with what a name lookup would answer, for the
+  lost-job rule of runtime-reference.md §1.
+- ``permanent_pull_messages`` / ``transient_pull_messages``: image pull
+  failure texts holding a permanent token of kubernetes.md §6.3 (in any case
+  and position), or a registry failure that may pass, for the pending-pod
+  classifier's pull rows.
 - ``pull_secret_layers`` / ``image_id_texts`` / ``probe_observation_fields``:
   the three ``imagePullSecrets`` layers of skypilot-0.12.md §9.3, runtime
   ``imageID`` spellings, and every field of a pull-probe observation, for the
@@ -67,8 +74,10 @@ __all__ = [
     "hex_texts",
     "image_id_texts",
     "image_reference_texts",
+    "missing_sequences",
     "mutated_spec_bytes",
     "mutated_spec_texts",
+    "permanent_pull_messages",
     "probe_observation_fields",
     "pull_secret_layers",
     "random_spec_texts",
@@ -79,6 +88,7 @@ __all__ = [
     "supervision_scenarios",
     "token_contexts",
     "token_texts",
+    "transient_pull_messages",
     "valid_spec_texts",
     "www_authenticate_texts",
 ]
@@ -1048,6 +1058,84 @@ def submit_option_fields(draw: st.DrawFn) -> dict[str, Any]:
         for flag in submitflags.OPTIONS
         if flag.resume is submitflags.Resume.CARRY
     }
+
+
+_MISSING_KINDS = st.sampled_from(["absent"] * 4 + ["unknown", "RUNNING", "PENDING", "STARTING"])
+
+
+def missing_sequences() -> st.SearchStrategy[list[tuple[float, str, str]]]:
+    """One watched job's reads ``(seconds since the last, kind, lookup answer)``: kind is
+    ``absent`` (missing from a readable answer), ``unknown`` (unreadable) or a live status;
+    the answer is what an exact-name lookup would say if asked after that read."""
+    return st.lists(
+        st.tuples(
+            st.floats(min_value=0.0, max_value=400.0),
+            _MISSING_KINDS,
+            st.sampled_from(["found", "absent", "unknown"]),
+        ),
+        max_size=40,
+    )
+
+
+# -- image pull failures (kubernetes.md §6.3 rows 1-3 and 12; issue 15) -----------------------
+
+# written out from kubernetes.md §6.3 and issue 15, not imported: a token the classifier
+# drops must fail the property
+PERMANENT_PULL_TOKENS = (
+    "401",
+    "403",
+    "unauthorized",
+    "forbidden",
+    "denied",
+    "authentication required",
+    "not found",
+    "manifest unknown",
+    "404",
+    "invalid reference",
+)
+_PULL_PREFIX = (
+    'rpc error: code = Unknown desc = failed to pull and unpack image "registry.example.com/'
+    'team/app:v1": '
+)
+TRANSIENT_PULL_TEXTS = (
+    'failed to do request: Head "https://registry.example.com/v2/team/app/manifests/v1": '
+    "dial tcp 203.0.113.7:443: i/o timeout",
+    'failed to do request: Head "https://registry.example.com/v2/team/app/manifests/v1": '
+    "dial tcp 203.0.113.7:443: connect: connection refused",
+    "unexpected status from HEAD request to https://registry.example.com/v2/team/app/"
+    "manifests/v1: 503 Service Unavailable",
+    "unexpected status from HEAD request to https://registry.example.com/v2/team/app/"
+    "manifests/v1: 502 Bad Gateway",
+    "received unexpected HTTP status: 500 Internal Server Error",
+    "unexpected status code 504 Gateway Timeout",
+    "toomanyrequests: You have reached your pull rate limit. You may increase the limit by "
+    "authenticating and upgrading: https://www.docker.com/increase-rate-limit",
+    "unexpected status from GET request to https://registry.example.com/token: "
+    "429 Too Many Requests",
+    "net/http: TLS handshake timeout",
+    "context deadline exceeded",
+)
+_SEPARATORS = st.sampled_from([" ", ": ", "\n", " (", ") ", ", ", '"'])
+
+
+def _any_case(draw: st.DrawFn, text: str) -> str:
+    return "".join(c.upper() if draw(st.booleans()) else c.lower() for c in text)
+
+
+@st.composite
+def permanent_pull_messages(draw: st.DrawFn) -> str:
+    """A pull message holding one permanent token, in any case, anywhere in any text."""
+    token = _any_case(draw, draw(st.sampled_from(PERMANENT_PULL_TOKENS)))
+    before = draw(st.sampled_from(["", _PULL_PREFIX]) | st.text(max_size=60))
+    after = draw(st.text(max_size=60))
+    return f"{before}{draw(_SEPARATORS)}{token}{draw(_SEPARATORS)}{after}"
+
+
+@st.composite
+def transient_pull_messages(draw: st.DrawFn) -> str:
+    """A pull failure that may pass (timeouts, refused connections, 5xx, 429), in any case."""
+    text = draw(st.sampled_from(TRANSIENT_PULL_TEXTS))
+    return draw(st.sampled_from(["", _PULL_PREFIX])) + _any_case(draw, text)
 
 
 _ATTEMPT_RESULTS = st.sampled_from(list(outcome.AttemptResult))

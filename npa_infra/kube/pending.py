@@ -21,6 +21,13 @@ that any pod matches wins; among pods matching that row, the first pod in
 ``NODE_NOT_READY`` (row 9), else ``PENDING_UNKNOWN``; with no pod at all the
 verdict is the diagnostic failure ``KUBERNETES_PODS_NOT_FOUND``.
 
+A pull refused for good (kubernetes.md §6.3 rows 1-3: ``401``, ``403``,
+``unauthorized``, ``forbidden``, ``denied``, ``authentication required``, ``not
+found``, ``manifest unknown``, ``404``, ``invalid reference``, in any case and
+position; ``PERMANENT_PULL_TEXT``) is permanent and stops the job at once; any
+other pull failure (timeouts, 429 ``toomanyrequests``, 5xx, refused
+connections) is ``IMAGE_PULL_FAILED``, transient.
+
 Where the two documents differ, kubernetes.md §6.3 rules: its row order (image
 and configuration rows before scheduling rows), its class per code, and
 ``GPU_SHAPE_IMPOSSIBLE`` only from the GPU catalog (runtime-reference.md §4
@@ -53,6 +60,7 @@ __all__ = [
     "CLASS_OF",
     "CLUSTER_LABEL",
     "MESSAGE_CAP",
+    "PERMANENT_PULL_TEXT",
     "ROWS",
     "BlockerClass",
     "PendingCode",
@@ -146,8 +154,11 @@ _SKIPPED_PHASES = frozenset({"Running", "Succeeded"})  # kubernetes.md §6.1: no
 _NORMAL_WAITING = frozenset({"ContainerCreating", "PodInitializing"})
 _PULL = frozenset({"ErrImagePull", "ImagePullBackOff"})
 _CRASH = frozenset({"CrashLoopBackOff", "ContainerCannotRun"})
-_AUTH_TEXT = ("401", "unauthorized", "denied", "authentication required")
+# kubernetes.md §6.3 rows 1-3 (and issue 15): the registry's permanent answers to a pull
+_AUTH_TEXT = ("401", "403", "unauthorized", "forbidden", "denied", "authentication required")
 _NOT_FOUND_TEXT = ("not found", "manifest unknown", "404")
+_INVALID_REFERENCE_TEXT = ("invalid reference",)
+PERMANENT_PULL_TEXT = (*_AUTH_TEXT, *_NOT_FOUND_TEXT, *_INVALID_REFERENCE_TEXT)
 _CONFIG_MISSING = re.compile(r'\b(?:secret|configmap) "[^"]*" not found', re.IGNORECASE)
 _STORAGE_EVENTS = frozenset({"FailedMount", "FailedAttachVolume"})
 _NOT_READY_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
@@ -356,6 +367,9 @@ def _image_rows(ev: _Evidence) -> _Match | None:
         # row 2: the reference does not exist
         if _says(text, _NOT_FOUND_TEXT):
             return _Match(PendingCode.IMAGE_NOT_FOUND, w.reason, w.message)
+        # row 3: the runtime could not parse the reference (``invalid reference format``)
+        if _says(text, _INVALID_REFERENCE_TEXT):
+            return _Match(PendingCode.IMAGE_REFERENCE_INVALID, w.reason, w.message)
     if w is not None and w.reason == "InvalidImageName":  # row 3
         return _Match(PendingCode.IMAGE_REFERENCE_INVALID, w.reason, w.message)
     if w is not None and w.reason == "ErrImageNeverPull":  # row 4

@@ -1,27 +1,44 @@
-"""What one supervision tick means for a running wave (runtime-reference.md §2-§4).
+"""What one supervision tick means for a running wave (runtime-reference.md §1-§4).
 
-``decide(state, tick)`` is pure: given the watch state of one job and what
-this tick observed (its SkyPilot status, or that the queue was unreadable,
-and, while the job is PENDING/STARTING, the classified pod blocker), it
-returns the next state and a verdict. The supervisor acts on the verdict;
-nothing here talks to SkyPilot or Kubernetes.
+``decide(state, observation)`` is pure: given the watch state of one job and
+what this tick observed, it returns the next state and a verdict. An
+observation is a ``Tick`` (one queue read: the job *present* with its SkyPilot
+status and, while PENDING/STARTING, the classified pod blocker; *absent* from
+a readable answer; or *unknown* because the answer was unreadable) or a
+``Lookup`` (the exact-name lookup the previous verdict asked for). The
+supervisor executes the verdict; nothing here talks to SkyPilot or Kubernetes.
 
 Rules, in order:
 
-1. A terminal SkyPilot status ends the watch: SUCCEEDED; FAILED and
-   FAILED_SETUP are payload failures (``--retries``); FAILED_NO_RESOURCE and
-   FAILED_CONTROLLER are infrastructure failures (the recovery budget); a
-   CANCELLED job is final.
+1. A ``Lookup`` answers ``CONFIRM_MISSING`` (rule 3): found by exact name, the
+   job is alive and the missing reads were partial answers (reset); unknown
+   keeps watching; authoritative absence, after the window, is the job's end:
+   ``FAILED_CONTROLLER`` with evidence ``job_missing_from_queue``, an
+   infrastructure failure (runtime-reference.md §1, "npa-infra must").
 2. An unreadable queue counts; the sixth consecutive one ends the watch as
-   unreadable (§2: "the 6th consecutive status error fails the wave").
-3. A *permanent* pod blocker (image/auth, missing Secret, malformed pod config,
-   impossible GPU shape; kubernetes.md §6.3) is final only after it has been
-   seen continuously for ``permanent_grace`` seconds, so a brief
-   ImagePullBackOff during a registry hiccup is not taken as proof.
-4. A *transient* blocker (capacity, quota, node not ready, preemption) that
+   unreadable (§2: "the 6th consecutive status error fails the wave"). It
+   neither shows nor clears the job, a blocker, or an absence.
+3. A job missing from a readable answer is unknown, never lost (faults.md:
+   partial answers): keep watching. Only when it has been missing from at
+   least ``MIN_MISSING_READS`` reads spanning ``infrastructure_grace`` seconds
+   (the wave's own window for infrastructure evidence) does the verdict ask
+   for the exact-name lookup (``CONFIRM_MISSING``).
+4. A present job clears any absence. A terminal SkyPilot status ends the
+   watch: SUCCEEDED; FAILED and FAILED_SETUP are payload failures
+   (``--retries``); FAILED_NO_RESOURCE and FAILED_CONTROLLER are
+   infrastructure failures (the recovery budget); a CANCELLED job is final.
+5. A *permanent* pod blocker (image/auth, missing Secret, malformed pod config,
+   impossible GPU shape; kubernetes.md §6.3) stops the watch at the first read
+   that confirms it; ``permanent_grace`` (default 0) may widen that window.
+6. A *transient* blocker (capacity, quota, node not ready, preemption) that
    lasts ``infrastructure_grace`` seconds ends the watch as ``transient_expired``.
-5. An *unknown* blocker, or none, never triggers an action: keep waiting.
-6. Past ``max_wait`` (0 = unbounded) the watch ends as ``timeout``.
+7. An *unknown* blocker, or none, never triggers an action: keep waiting.
+8. Past ``max_wait`` (0 = unbounded) the watch ends as ``timeout``.
+
+``recheck`` is the gate before a recovery acts on an infrastructure failure:
+the latest fresh read must show the job terminal or absent; a job it shows
+alive is never cancelled (supervision resumes), and an unreadable one is read
+again, at most ``MAX_UNREADABLE`` + 1 times.
 """
 
 from __future__ import annotations
@@ -30,18 +47,31 @@ import dataclasses
 from dataclasses import dataclass
 from enum import StrEnum
 
+from npa_infra.errors import InvariantError
+from npa_infra.runs.models import Reconciliation, ReconciliationState
+
 __all__ = [
     "INFRASTRUCTURE_FAILURES",
+    "JOB_MISSING_FROM_QUEUE",
     "MAX_UNREADABLE",
+    "MIN_MISSING_READS",
     "PAYLOAD_FAILURES",
+    "Answer",
+    "Lookup",
+    "Presence",
+    "Recheck",
     "Tick",
     "Verdict",
     "WatchPolicy",
     "WatchState",
     "decide",
+    "lookup_of",
+    "recheck",
 ]
 
 MAX_UNREADABLE = 5
+MIN_MISSING_READS = 2  # faults.md: never act on one read
+JOB_MISSING_FROM_QUEUE = "job_missing_from_queue"  # the evidence of a lost job (§1)
 PAYLOAD_FAILURES = frozenset({"FAILED", "FAILED_SETUP"})
 INFRASTRUCTURE_FAILURES = frozenset({"FAILED_NO_RESOURCE", "FAILED_CONTROLLER"})
 _TERMINAL = (
@@ -57,6 +87,7 @@ _TERMINAL = (
 
 class Verdict(StrEnum):
     WAIT = "wait"
+    CONFIRM_MISSING = "confirm_missing"  # look the job up by exact name, answer with a Lookup
     SUCCEEDED = "succeeded"
     PAYLOAD_FAILED = "payload_failed"
     INFRASTRUCTURE_FAILED = "infrastructure_failed"
@@ -67,11 +98,36 @@ class Verdict(StrEnum):
     TIMEOUT = "timeout"
 
 
+class Presence(StrEnum):
+    """The job in one queue answer."""
+
+    PRESENT = "present"  # the answer lists the job's rows
+    ABSENT = "absent"  # a readable answer without them: unknown on its own (rule 3)
+    UNKNOWN = "unknown"  # the answer could not be read
+
+
+class Answer(StrEnum):
+    """The exact-name lookup, as evidence about the watched job."""
+
+    FOUND = "found"  # the one job of that exact name is the watched id
+    ABSENT = "absent"  # an authoritative answer: no job of that name
+    UNKNOWN = "unknown"  # unreadable, ambiguous, another id under the name, or no name
+
+
+class Recheck(StrEnum):
+    """What the fresh read before a recovery allows."""
+
+    PROCEED = "proceed"  # terminal or absent: the recovery checks may run
+    WATCH_AGAIN = "watch_again"  # alive: never cancel it; supervise it again
+    READ_AGAIN = "read_again"  # unreadable: read again after the interval
+    UNREADABLE = "unreadable"  # unreadable too often: stop, leave the job alone
+
+
 @dataclass(frozen=True, slots=True)
 class WatchPolicy:
     """How a wave is supervised; ``runs.liveness`` reads the last two (0 turns either off)."""
 
-    permanent_grace: float = 60.0
+    permanent_grace: float = 0.0  # kubernetes.md §6.3: "stop at once"
     infrastructure_grace: float = 600.0
     max_wait: float = 3600.0  # 0 = unbounded
     heartbeat_seconds: float = 60.0  # a durable proof of life this often
@@ -80,12 +136,43 @@ class WatchPolicy:
 
 @dataclass(frozen=True, slots=True)
 class Tick:
-    """One observation: ``status`` None means the queue could not be read."""
+    """One queue read: the job's presence, and its status and pod blocker when present."""
 
     now: float
-    status: str | None
+    presence: Presence
+    status: str | None = None
     blocker_code: str | None = None
     blocker_class: str | None = None  # permanent | transient | payload | unknown
+
+    def __post_init__(self) -> None:
+        if (self.presence is Presence.PRESENT) != (self.status is not None):
+            raise InvariantError("a tick carries a status exactly when the job is present")
+
+    @classmethod
+    def seen(
+        cls,
+        now: float,
+        status: str,
+        blocker_code: str | None = None,
+        blocker_class: str | None = None,
+    ) -> Tick:
+        return cls(now, Presence.PRESENT, status, blocker_code, blocker_class)
+
+    @classmethod
+    def missing(cls, now: float) -> Tick:
+        return cls(now, Presence.ABSENT)
+
+    @classmethod
+    def unreadable(cls, now: float) -> Tick:
+        return cls(now, Presence.UNKNOWN)
+
+
+@dataclass(frozen=True, slots=True)
+class Lookup:
+    """The exact-name lookup that ``CONFIRM_MISSING`` asked for (``lookup_of``)."""
+
+    now: float
+    answer: Answer
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,29 +183,103 @@ class WatchState:
     blocker_class: str | None = None
     blocker_since: float | None = None
     last_status: str | None = None
+    missing_since: float | None = None  # the first of the current run of missing reads
+    missing_reads: int = 0
+    confirming: bool = False  # CONFIRM_MISSING was returned; the next observation is a Lookup
+    evidence: str | None = None  # JOB_MISSING_FROM_QUEUE once the absence is confirmed
 
     @classmethod
     def begin(cls, now: float) -> WatchState:
         return cls(started=now)
 
 
-def decide(state: WatchState, tick: Tick, policy: WatchPolicy) -> tuple[WatchState, Verdict]:
-    """The next watch state and what the supervisor must do; see the module rules."""
-    if tick.status is None:  # rule 2
+def lookup_of(found: Reconciliation | None, job_id: int, now: float) -> Lookup:
+    """The lookup's answer about ``job_id``; None: there was no name to look up."""
+    if found is None:
+        return Lookup(now, Answer.UNKNOWN)
+    if found.state is ReconciliationState.ABSENT:
+        return Lookup(now, Answer.ABSENT)
+    if found.state is ReconciliationState.FOUND and found.job_ids == (job_id,):
+        return Lookup(now, Answer.FOUND)
+    return Lookup(now, Answer.UNKNOWN)  # unavailable, ambiguous, or the name is another id's
+
+
+def decide(
+    state: WatchState, observation: Tick | Lookup, policy: WatchPolicy
+) -> tuple[WatchState, Verdict]:
+    """The next watch state and what the supervisor must do; see the module rules.
+
+    Raises:
+        InvariantError: a Lookup nobody asked for, or a Tick while one is owed.
+    """
+    if isinstance(observation, Lookup):  # rule 1
+        return _confirmed(state, observation, policy)
+    tick = observation
+    if state.confirming:
+        raise InvariantError("CONFIRM_MISSING must be answered with a Lookup first")
+    if tick.presence is Presence.UNKNOWN:  # rule 2
         state = dataclasses.replace(state, unreadable=state.unreadable + 1)
         if state.unreadable > MAX_UNREADABLE:
             return state, Verdict.UNREADABLE
-        return state, _timeout_or_wait(state, tick, policy)
-    state = dataclasses.replace(state, unreadable=0, last_status=tick.status)
-    if tick.status in _TERMINAL:  # rule 1
-        return _clear(state), _terminal_verdict(tick.status)
+        return state, _timeout_or_wait(state, tick.now, policy)
+    if tick.presence is Presence.ABSENT:  # rule 3
+        return _missing(state, tick.now, policy)
+    # rule 4: a present job clears any absence; a terminal status ends the watch
+    state = dataclasses.replace(_present(state), unreadable=0, last_status=tick.status)
+    if tick.status in _TERMINAL:
+        return _clear(state), _terminal_verdict(str(tick.status))
     state = _track_blocker(state, tick)
     held = tick.now - state.blocker_since if state.blocker_since is not None else 0.0
-    if state.blocker_class == "permanent" and held >= policy.permanent_grace:  # rule 3
+    if state.blocker_class == "permanent" and held >= policy.permanent_grace:  # rule 5
         return state, Verdict.PERMANENT_BLOCKER
-    if state.blocker_class == "transient" and held >= policy.infrastructure_grace:  # rule 4
+    if state.blocker_class == "transient" and held >= policy.infrastructure_grace:  # rule 6
         return state, Verdict.TRANSIENT_EXPIRED
-    return state, _timeout_or_wait(state, tick, policy)  # rules 5 and 6
+    return state, _timeout_or_wait(state, tick.now, policy)  # rules 7 and 8
+
+
+def recheck(presence: Presence, status: str | None, unreadable: int) -> Recheck:
+    """Before a recovery acts on an infrastructure failure: what the latest fresh read allows.
+
+    ``unreadable`` counts the unreadable reads of this recheck so far, this one
+    included (faults.md invariant 4: unknown never cancels or relaunches).
+    """
+    if presence is Presence.UNKNOWN:  # never act on an unreadable answer
+        return Recheck.UNREADABLE if unreadable > MAX_UNREADABLE else Recheck.READ_AGAIN
+    if presence is Presence.PRESENT and status not in _TERMINAL:
+        return Recheck.WATCH_AGAIN  # runtime-reference.md §1: never cancel a job shown alive
+    return Recheck.PROCEED  # terminal, or absent right after a confirmed absence
+
+
+def _missing(state: WatchState, now: float, policy: WatchPolicy) -> tuple[WatchState, Verdict]:
+    """Rule 3: count the absence; ask for the exact-name lookup once it spans the window."""
+    since = state.missing_since if state.missing_since is not None else now
+    state = dataclasses.replace(
+        state, unreadable=0, missing_since=since, missing_reads=state.missing_reads + 1
+    )
+    if state.missing_reads >= MIN_MISSING_READS and now - since >= policy.infrastructure_grace:
+        return dataclasses.replace(state, confirming=True), Verdict.CONFIRM_MISSING
+    return state, _timeout_or_wait(state, now, policy)
+
+
+def _confirmed(
+    state: WatchState, lookup: Lookup, policy: WatchPolicy
+) -> tuple[WatchState, Verdict]:
+    """Rule 1: the lookup's answer to CONFIRM_MISSING."""
+    if not state.confirming or state.missing_since is None:
+        raise InvariantError("a name lookup that no CONFIRM_MISSING asked for")
+    state = dataclasses.replace(state, confirming=False)
+    if lookup.answer is Answer.FOUND:  # alive by exact name: the reads were partial
+        return _present(state), _timeout_or_wait(state, lookup.now, policy)
+    if lookup.answer is Answer.UNKNOWN:  # keep watching; the next missing read asks again
+        return state, _timeout_or_wait(state, lookup.now, policy)
+    lost = dataclasses.replace(
+        _clear(state), last_status="FAILED_CONTROLLER", evidence=JOB_MISSING_FROM_QUEUE
+    )
+    return lost, Verdict.INFRASTRUCTURE_FAILED
+
+
+def _present(state: WatchState) -> WatchState:
+    return dataclasses.replace(state, missing_since=None, missing_reads=0)
 
 
 def _terminal_verdict(status: str) -> Verdict:
@@ -149,7 +310,7 @@ def _clear(state: WatchState) -> WatchState:
     return dataclasses.replace(state, blocker_code=None, blocker_class=None, blocker_since=None)
 
 
-def _timeout_or_wait(state: WatchState, tick: Tick, policy: WatchPolicy) -> Verdict:
-    if policy.max_wait and tick.now - state.started >= policy.max_wait:
+def _timeout_or_wait(state: WatchState, now: float, policy: WatchPolicy) -> Verdict:
+    if policy.max_wait and now - state.started >= policy.max_wait:
         return Verdict.TIMEOUT
     return Verdict.WAIT

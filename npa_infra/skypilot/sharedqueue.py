@@ -5,8 +5,10 @@ queue once per tick. ``SharedQueue.read`` shares that read among every run
 supervised on the same controller through ``npa_infra.tickshare`` (a flock'd
 answer under ``<state dir>/supervision``): N runs cost one queue call per
 tick, not N, and a supervisor never takes an answer read before it began
-watching (that answer may predate its own job, and a job missing from a good
-queue means the controller lost it).
+watching (that answer may predate its own job). A job missing from a shared
+answer is as unknown as one missing from the supervisor's own read: the pure
+watch confirms an absence over the grace window and by an exact-name lookup,
+which, like every decision below, reads fresh (runtime-reference.md §1).
 
 Only supervision ticks read through here. A launch transaction, a
 reconciliation, a cancellation and a recovery check always read the queue

@@ -5,7 +5,9 @@ transaction history, budgets spent, the last blocker seen). Unless ``cached``,
 one ``sky jobs queue --all -v`` read verifies every job by exact id *and*
 name; for the PENDING/STARTING jobs, ONE list of the pods carrying SkyPilot's
 cluster label is grouped per exact job id and one node list read, and the
-pending reason reported (kubernetes.md §6). One run and all runs share that
+pending reason reported (kubernetes.md §6). A job that read does not list is
+``VERIFICATION_UNAVAILABLE`` (one read proves nothing, runtime-reference.md §1),
+unless the journal already holds its end. One run and all runs share that
 verification (``_verify``): ``--all`` costs one queue read, one pod list and
 one node list per (stack, context), never a read per job. Exit codes: cli.md
 §1.5; for ``--all`` the worst of the runs' codes (``worst_exit_code``).
@@ -76,6 +78,9 @@ WATCH_INTERVAL_SECONDS = 10.0
 _EXIT_SEVERITY = (1, 2, 3, 4, 0)
 _PENDING = (JobStatus.PENDING, JobStatus.STARTING)
 _BLOCKER_EVENTS = ("blocker", "permanent_blocker")
+# journaled by the supervisor: a read that missed the job, and the reads that showed it again
+_MISSING_EVENTS = ("job_missing", "job_reappeared", "job_missing_lookup", "recovery_recheck")
+_JOURNALED_ENDS = frozenset(status.value for status in JobStatus if status.terminal)
 _SPEND_EVENTS = {
     "payload_retry": "retries",
     "infrastructure_recovery": "infrastructure_recoveries",
@@ -336,16 +341,32 @@ def _budget(wave: int, stored: dict[str, Any], events: list[EventRow]) -> dict[s
 def _last_blocker(
     wave: int, job_id: int | None, stored: Any, events: list[EventRow]
 ) -> dict[str, Any] | None:
-    """The latest journaled classification of this attempt's job, with its evidence and time."""
+    """The latest journaled classification of this attempt's job, with its evidence and time;
+    while the supervisor last saw the job missing from the queue, that observation."""
     found: tuple[dict[str, Any], float | None] | None = None
+    missing: tuple[dict[str, Any], float | None] | None = None  # until the job is seen again
     for event in events:
-        if event.kind not in _BLOCKER_EVENTS or event.data.get("wave") != wave:
+        if event.kind not in (*_BLOCKER_EVENTS, *_MISSING_EVENTS):
+            continue
+        if event.data.get("wave") != wave:
             continue
         if job_id is not None and event.data.get("job_id") not in (None, job_id):
+            continue
+        if event.kind in _MISSING_EVENTS:
+            seen = (
+                event.kind == "job_reappeared"
+                or event.data.get("answer") == "found"  # the exact-name lookup
+                or event.data.get("presence") == "present"  # the recheck before a recovery
+            )
+            if seen:
+                missing = None  # the job was seen again
+            elif event.data.get("code"):
+                missing = (event.data, event.at)
             continue
         body = event.data.get("blocker") if event.kind == "permanent_blocker" else event.data
         if isinstance(body, dict) and body.get("code"):
             found = (body, event.at)
+    found = missing or found
     if found is None and isinstance(stored, dict) and stored.get("code"):
         found = (stored, None)
     if found is None:
@@ -422,15 +443,19 @@ def _verify_wave(wave: dict[str, Any], rows: list[QueueRecord], queue: QueueResu
         wave["blockers"] = [{"code": "ID_BELONGS_TO_OTHER_JOB", "class": "unknown"}]
         return False
     if not rows:
-        # verified empty: no controller, so no job; a good queue without the id: the
-        # controller lost it (runtime-reference.md §1, job_missing_from_queue)
-        empty = queue.verdict is QueueVerdict.VERIFIED_EMPTY
-        wave["sky_status"] = "ABSENT" if empty else JobStatus.FAILED_CONTROLLER.value
-        if not empty:
+        # verified empty: no controller, so no job. A good queue without the id proves
+        # nothing on one read (runtime-reference.md §1): unverified, unless the journal
+        # already holds the job's end (the supervisor's confirmed FAILED_CONTROLLER)
+        if queue.verdict is QueueVerdict.VERIFIED_EMPTY:
+            wave["sky_status"] = "ABSENT"
+        elif wave["sky_status"] not in _JOURNALED_ENDS:
+            wave["sky_status"] = "VERIFICATION_UNAVAILABLE"
             wave["blockers"] = [
                 {
-                    "code": "JOB_MISSING_FROM_QUEUE",
+                    "code": watch.MISSING_CODE,
                     "class": "unknown",
+                    "reason": "missing_from_queue",
+                    "message": "not listed by this queue answer; one read proves nothing",
                     "evidence": "job_missing_from_queue",
                 }
             ]

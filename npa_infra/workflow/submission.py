@@ -94,6 +94,7 @@ class SubmitOptions:
     retries: int = 0
     max_infrastructure_recoveries: int = 1
     infrastructure_grace_seconds: float = 600.0
+    permanent_blocker_grace_seconds: float = 0.0  # 0: stop at the first confirming read
     heartbeat_seconds: float = 60.0  # a journaled heartbeat while a wave is supervised; 0 = off
     stale_after_seconds: float = 300.0  # warn once per stall of this long; 0 = off
     preflight_images: bool = True
@@ -463,6 +464,7 @@ def _live_request(
             "retries": options.retries,
             "max_infrastructure_recoveries": options.max_infrastructure_recoveries,
             "infrastructure_grace": options.infrastructure_grace_seconds,
+            "permanent_grace": options.permanent_blocker_grace_seconds,
             "heartbeat_seconds": options.heartbeat_seconds,
             "stale_after_seconds": options.stale_after_seconds,
             "image_preflight": preflight,

@@ -225,6 +225,15 @@ OPTIONS: tuple[Flag, ...] = (
         minimum=0.0,
     ),
     Flag(
+        "permanent_blocker_grace_seconds",
+        ("--permanent-blocker-grace-seconds",),
+        Kind.FLOAT,
+        0.0,
+        "How long a permanent pending blocker (image pull refused, missing Secret, ...) may "
+        "hold before the job is cancelled; 0 = at the first read that confirms it.",
+        minimum=0.0,
+    ),
+    Flag(
         "heartbeat_seconds",
         ("--heartbeat-seconds",),
         Kind.FLOAT,

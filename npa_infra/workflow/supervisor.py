@@ -10,6 +10,7 @@ journaled before the next one starts.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -26,6 +27,7 @@ from npa_infra.skypilot.models import JobStatus
 from npa_infra.workflow import (
     accounting,
     completion,
+    recheck,
     recovery,
     resumption,
     routing,
@@ -290,21 +292,36 @@ def _run_wave(
         assert record.job_id is not None  # SUBMITTED/ADOPTED carry the reconciled id
         job_ids.append(record.job_id)
         attempt = _attempt_of(journal, request.run_id, index)
-        result = watch.watch_job(
-            run_id=request.run_id,
-            wave_index=index,
-            attempt=attempt,
-            job_id=record.job_id,
-            sky=sky,
-            cluster=context.cluster,
-            journal=journal,
-            clock=clock,
-            policy=context.policy,
-            interval=context.interval,
-            progress=context.progress,
-            label=f"wave {index:02d} {record.job_name} (job {record.job_id})",
-            read_queue=_per_tick(context.shared_queue, context.interval),
-            read_pods=_per_tick(context.shared_pods, context.interval),
+        result = recheck.watch_wave(  # an infrastructure verdict only after a fresh read
+            functools.partial(
+                watch.watch_job,
+                run_id=request.run_id,
+                wave_index=index,
+                attempt=attempt,
+                job_id=record.job_id,
+                sky=sky,
+                cluster=context.cluster,
+                journal=journal,
+                clock=clock,
+                policy=context.policy,
+                interval=context.interval,
+                progress=context.progress,
+                label=f"wave {index:02d} {record.job_name} (job {record.job_id})",
+                read_queue=_per_tick(context.shared_queue, context.interval),
+                read_pods=_per_tick(context.shared_pods, context.interval),
+                job_name=record.job_name,
+            ),
+            functools.partial(
+                recheck.recheck,
+                run_id=request.run_id,
+                wave_index=index,
+                attempt=attempt,
+                job_id=record.job_id,
+                sky=sky,
+                journal=journal,
+                clock=clock,
+                interval=context.interval,
+            ),
         )
         Verdict = supervision.Verdict
         if result.verdict is Verdict.SUCCEEDED:

@@ -6,7 +6,11 @@ supervisor shares one read per tick among every run on the controller,
 STARTING it lists the job's pods once (by the whole-component job id in
 SkyPilot's cluster label) and classifies the blocker (kubernetes.md §6.3).
 Status changes and blockers are journaled as they are seen. A failed pod read
-is a diagnostic, never a reason to act. ``runs.liveness`` turns the same
+is a diagnostic, never a reason to act. A job missing from a readable answer
+is typed as absent, not lost (``presence_of``): each such read is journaled
+(``job_missing``), and only when the pure watch asks (``CONFIRM_MISSING``) is
+the exact-name lookup made (``job_missing_lookup``), whose answer the watch
+decides on. ``runs.liveness`` turns the same
 observations into a heartbeat (journaled every ``heartbeat_seconds``) and a
 one-off ``stale_progress`` warning when nothing observable changes for
 ``stale_after_seconds``; neither ever cancels anything.
@@ -30,7 +34,16 @@ if TYPE_CHECKING:
     from npa_infra.skypilot.base import SkyPilot
     from npa_infra.workflow.launcher import Clock
 
-__all__ = ["WatchResult", "capacity_catalog", "diagnose_job", "watch_job"]
+__all__ = [
+    "MISSING_CODE",
+    "WatchResult",
+    "capacity_catalog",
+    "diagnose_job",
+    "presence_of",
+    "watch_job",
+]
+
+MISSING_CODE = "JOB_MISSING_FROM_QUEUE"  # status and journal code of a job not listed (unknown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +70,13 @@ def watch_job(
     label: str = "",
     read_queue: Callable[[float], QueueResult] | None = None,
     read_pods: Callable[[float], ClusterView] | None = None,
+    job_name: str | None = None,
 ) -> WatchResult:
     """Poll until the pure watch decides; every observation that changes is journaled.
+
+    A job missing from a readable answer is journaled (``job_missing``) and
+    watched on; ``job_name`` is what the exact-name lookup confirming a
+    persistent absence asks for (without it the absence is never confirmed).
 
     ``read_queue(not_before)`` answers each tick's queue read, and ``read_pods``
     the cluster's SkyPilot pods and nodes, with reads taken no earlier than this
@@ -72,26 +90,25 @@ def watch_job(
     while True:
         queue = read_queue(state.started) if read_queue is not None else sky.queue(verbose=True)
         now = clock.now()
-        status: str | None = None
-        rows: list[Any] = []
-        if queue.verdict is not QueueVerdict.UNAVAILABLE:
-            found = queue.status_of(job_id)
-            # missing from a good queue: the controller lost it (runtime-reference.md §1)
-            status = found.value if found is not None else "FAILED_CONTROLLER"
-            rows = [r for r in queue.records if r.job_id == job_id]
+        presence, status = presence_of(queue, job_id)
+        rows = [r for r in queue.records if r.job_id == job_id] if status is not None else []
         diagnosis = (
             _diagnose(cluster, job_id, rows, read_pods, state.started)
             if status in ("PENDING", "STARTING")
             else None
         )
         tick = supervision.Tick(
-            now=now,
-            status=status,
+            now,
+            presence,
+            status,
             blocker_code=(diagnosis or {}).get("code"),
             blocker_class=(diagnosis or {}).get("class"),
         )
         previous = state
         state, verdict = supervision.decide(state, tick, policy)
+        _record_presence(journal, where, previous, state, status, now, progress)
+        if verdict is supervision.Verdict.CONFIRM_MISSING:  # the exact-name lookup it asks for
+            state, verdict = _confirm(journal, where, state, policy, sky, clock, job_name)
         _record(journal, run_id, wave_index, attempt, job_id, previous, state, diagnosis, now)
         if progress is not None and (
             state.last_status != previous.last_status or state.blocker_code != previous.blocker_code
@@ -114,8 +131,93 @@ def watch_job(
         if diagnosis is not None:
             blocker = diagnosis
         if verdict is not supervision.Verdict.WAIT:
-            return WatchResult(verdict, status, blocker, now - state.started)
+            ended = state.last_status if state.evidence is not None else status
+            return WatchResult(verdict, ended, blocker, now - state.started)
         clock.sleep(interval)
+
+
+def presence_of(queue: QueueResult, job_id: int) -> tuple[supervision.Presence, str | None]:
+    """The job in one queue answer, typed: present with its status, absent, or unknown."""
+    if queue.verdict is QueueVerdict.UNAVAILABLE:
+        return supervision.Presence.UNKNOWN, None
+    found = queue.status_of(job_id)
+    if found is None:  # one answer without the job proves nothing (runtime-reference.md §1)
+        return supervision.Presence.ABSENT, None
+    return supervision.Presence.PRESENT, found.value
+
+
+def _record_presence(
+    journal: Journal,
+    where: _Where,
+    previous: supervision.WatchState,
+    state: supervision.WatchState,
+    status: str | None,
+    now: float,
+    progress: Callable[[str], None] | None,
+) -> None:
+    """Journal each read that misses the job (``job_missing``) and its return (``job_reappeared``)."""
+    base = {"wave": where.wave_index, "attempt": where.attempt, "job_id": where.job_id}
+    if state.missing_reads > previous.missing_reads and state.missing_since is not None:
+        held = now - state.missing_since
+        journal.append_event(
+            where.run_id,
+            "job_missing",
+            {
+                **base,
+                "code": MISSING_CODE,
+                "class": "unknown",
+                "reason": "missing_from_queue",
+                "message": f"not listed by {state.missing_reads} readable queue answer(s) over "
+                f"{held:.0f}s; unknown until the exact-name lookup agrees",
+                "evidence": supervision.JOB_MISSING_FROM_QUEUE,
+                "missing_since": state.missing_since,
+                "missing_reads": state.missing_reads,
+                "missing_seconds": round(held, 3),
+            },
+            now=now,
+        )
+        if progress is not None and state.missing_reads == 1:
+            progress(f"{where.label}: not in this queue answer; unknown, still watching")
+    elif previous.missing_reads and not state.missing_reads and status is not None:
+        journal.append_event(
+            where.run_id,
+            "job_reappeared",
+            {**base, "status": status, "missing_reads": previous.missing_reads},
+            now=now,
+        )
+        if progress is not None:
+            progress(f"{where.label}: listed again ({status})")
+
+
+def _confirm(
+    journal: Journal,
+    where: _Where,
+    state: supervision.WatchState,
+    policy: supervision.WatchPolicy,
+    sky: SkyPilot,
+    clock: Clock,
+    job_name: str | None,
+) -> tuple[supervision.WatchState, supervision.Verdict]:
+    """Execute ``CONFIRM_MISSING``: a fresh exact-name lookup, journaled, then decided."""
+    from npa_infra.workflow.launcher import reconcile
+
+    found = reconcile(sky, job_name, clock.now()) if job_name else None
+    now = clock.now()
+    lookup = supervision.lookup_of(found, where.job_id, now)
+    journal.append_event(
+        where.run_id,
+        "job_missing_lookup",
+        {
+            "wave": where.wave_index,
+            "attempt": where.attempt,
+            "job_id": where.job_id,
+            "job_name": job_name,
+            "answer": lookup.answer.value,
+            "lookup": found.to_json() if found is not None else None,
+        },
+        now=now,
+    )
+    return supervision.decide(state, lookup, policy)
 
 
 def _diagnose(
@@ -280,11 +382,20 @@ def _record(
     now: float,
 ) -> None:
     if state.last_status != previous.last_status and state.last_status is not None:
-        journal.update_attempt(run_id, wave_index, attempt, sky_status=state.last_status, now=now)
+        # a confirmed absence is FAILED_CONTROLLER with its evidence (runtime-reference.md §1)
+        evidence = {"evidence": state.evidence} if state.evidence is not None else {}
+        journal.update_attempt(
+            run_id,
+            wave_index,
+            attempt,
+            sky_status=state.last_status,
+            data=evidence or None,
+            now=now,
+        )
         journal.append_event(
             run_id,
             "job_status",
-            {"wave": wave_index, "job_id": job_id, "status": state.last_status},
+            {"wave": wave_index, "job_id": job_id, "status": state.last_status, **evidence},
             now=now,
         )
     if diagnosis is not None and state.blocker_code != previous.blocker_code:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.integration.runs import supervised
 from tests.integration.runs.test_runtime import BUCKET, FINISHES, _decision_key, _submit
 from tests.integration.runs.world import World, make_world
 from tests.support.fakekube import FakeKube
@@ -321,3 +322,69 @@ def test_resume_adopts_an_in_flight_job_proven_failed_and_retries_only_with_budg
         "retries_total": retries,
         "infrastructure_recoveries_total": 1,
     }
+
+
+FORBIDDEN = (
+    'rpc error: code = Unknown desc = failed to pull and unpack image "ghcr.io/acme/trainer:v1": '
+    "unexpected status from HEAD request to https://ghcr.io/v2/acme/trainer/manifests/v1: "
+    "403 Forbidden"
+)
+
+
+def test_forbidden_image_pull_stops_at_the_first_confirming_read_and_spends_nothing(
+    tmp_path: Path, fake_kube: FakeKube
+) -> None:
+    world = make_world(tmp_path / "w", fake_kube, pods=True)
+    world.faults(PENDING, _pod(waiting={"reason": "ImagePullBackOff", "message": FORBIDDEN}))
+    poll = 7.0  # distinct from the cancel poll (5 s): a supervision tick is a sleep of 7 s
+
+    result = supervised.run(
+        world,
+        supervised.single_wave_spec(tmp_path / "spec"),
+        run_id="forbid-1",
+        poll_seconds=poll,
+        retries=1,
+        max_infrastructure_recoveries=2,
+    )
+
+    assert result.exit_code == 1, result.to_json()
+    assert result.error is not None and "IMAGE_PULL_AUTH" in result.error.message
+    [job] = world.sim_jobs()  # no second attempt
+    assert _cancels(world) == [["jobs", "cancel", "--yes", str(job["job_id"])]]
+    watch_reads = [c for c in world.sim_calls() if c[:2] == ["jobs", "queue"] and "-v" in c]
+    assert len(watch_reads) == 1 and poll not in world.clock.slept  # the first tick acted
+    events = supervised.events(world, "forbid-1")
+    [stop] = [d for k, d in events if k == "permanent_blocker"]
+    assert (stop["job_id"], stop["blocker"]["code"]) == (job["job_id"], "IMAGE_PULL_AUTH")
+    assert stop["blocker"]["class"] == "permanent"
+    kinds = [k for k, _ in events]
+    assert "infrastructure_recovery" not in kinds and "payload_retry" not in kinds
+    budgets = world.status("forbid-1").budgets
+    assert budgets is not None and budgets["00"] == {
+        "retries_left": 1,
+        "infrastructure_recoveries_left": 2,
+        "retries_used": 0,
+        "infrastructure_recoveries_used": 0,
+        "retries_total": 1,
+        "infrastructure_recoveries_total": 2,
+    }
+
+
+def test_permanent_blocker_grace_flag_widens_the_window(
+    tmp_path: Path, fake_kube: FakeKube
+) -> None:
+    world = make_world(tmp_path / "w", fake_kube, pods=True)
+    world.faults(PENDING, _pod(waiting={"reason": "ImagePullBackOff", "message": FORBIDDEN}))
+
+    result = supervised.run(
+        world,
+        supervised.single_wave_spec(tmp_path / "spec"),
+        run_id="forbid-2",
+        poll_seconds=7.0,
+        permanent_blocker_grace_seconds=20.0,
+    )
+
+    assert result.exit_code == 1, result.to_json()
+    watch_reads = [c for c in world.sim_calls() if c[:2] == ["jobs", "queue"] and "-v" in c]
+    assert len(watch_reads) == 4  # held 0, 7, 14, then 21 s >= 20 s
+    assert len(_cancels(world)) == 1 and len(world.sim_jobs()) == 1

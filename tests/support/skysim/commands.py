@@ -220,11 +220,13 @@ def queue(session: Session, a: argparse.Namespace) -> int:
         tick = state["tick"]
         up = controller_up(state, session.user, a.all_users)
         state["tick"] += 1  # each queue call advances the simulated clock by one step
+        hidden = _partially_hidden(session, state, a, tick, now)
         selected = [
             j
             for j in visible_jobs(state, tick)
-            if (a.all_users or j["user_hash"] == session.user)
+            if (a.all_users or j["user_hash"] == session.user or hidden is not None)
             and (not a.job_ids or j["job_id"] in a.job_ids)
+            and j["job_id"] not in (hidden or ())
         ]
     if not up:  # §3.3, as recorded from 0.12.2
         if a.output == "json":
@@ -258,6 +260,36 @@ def queue(session: Session, a: argparse.Namespace) -> int:
     session.say(f"In progress tasks: {counts or 'None'}")
     session.say(*render.job_table(rows, all_users=a.all_users, verbose=a.verbose))
     return 0
+
+
+def _partially_hidden(
+    session: Session, state: store.State, a: argparse.Namespace, tick: int, now: float
+) -> set[int] | None:
+    """A ``partial`` rule: the caller's job ids this answer leaves out, or None (no rule).
+
+    A partial answer lists every user's jobs but omits the caller's own (those
+    named in ``names``, else all of them; only while in ``status`` when given),
+    for at most ``times`` answers (``verbose``: only ``-v`` reads count).
+    """
+    rule = session.rule("partial")
+    if rule is None or (rule.get("verbose") and not a.verbose):
+        return None
+    key = json.dumps(rule, sort_keys=True)
+    served = state.setdefault("partial_answers", {})
+    if "times" in rule and served.get(key, 0) >= int(rule["times"]):
+        return None
+    names, status = rule.get("names"), rule.get("status")
+    hidden = {
+        j["job_id"]
+        for j in visible_jobs(state, tick)
+        if j["user_hash"] == session.user
+        and (names is None or j["name"] in names)
+        and (status is None or jobs.job_status(j, tick, now) == status)
+    }
+    if not hidden:
+        return None
+    served[key] = served.get(key, 0) + 1
+    return hidden
 
 
 # -- cancel --------------------------------------------------------------------

@@ -16,6 +16,9 @@ Actions and their parameters:
   scheduled), then print a ``kind``/``stderr`` error instead of the answer, exit 1.
 - ``hang``: sleep ``seconds`` (default 30) before acting, or after accepting
   with ``"after_accept": true``. Tests kill the child with a short timeout.
+  With ``signal_fifo`` the call writes its pid into that FIFO when it starts
+  hanging, and with ``release_fifo`` it hangs until a line is written into it
+  (events a test can wait on, instead of time).
 - ``garbage``: print ``stdout`` (unreadable text) and ``stderr``, exit ``exit``
   (default 0), without acting.
 - ``preamble``: print the local-server banner (§1) before the answer.
@@ -30,6 +33,10 @@ Actions and their parameters:
 - ``controller``: before acting, bring the caller's controller ``"up": true``,
   or remove it (and its jobs) with ``"up": false``.
 - ``refuse_down`` (down): report in-progress jobs even when there are none.
+- ``partial`` (queue): a partial answer: every user's jobs are listed, but the
+  caller's own are left out (only those in ``names``, when given; only while
+  their status is ``status``, when given), for at most ``times`` answers that
+  hid something; with ``"verbose": true`` only ``-v`` reads are partial.
 - ``request_fails`` (launch with ``--async``): the request is accepted (the
   async block is printed, exit 0) but ends FAILED without creating a job;
   ``sky api status`` reports FAILED and ``sky api logs ID`` prints the

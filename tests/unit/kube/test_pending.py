@@ -24,6 +24,7 @@ from npa_infra.kube.models import (
     PodObservation,
 )
 from npa_infra.kube.pending import BlockerClass, PendingCode
+from tests.strategies import permanent_pull_messages, transient_pull_messages
 from tests.support.fakecluster import FakeCluster, gpu_node
 
 IMAGE = "ghcr.io/acme/trainer:v1"
@@ -648,3 +649,75 @@ def test_diagnose_total_one_verdict(
     assert len(diagnosis.message) <= pending.MESSAGE_CAP
     assert diagnosis.code is again.code  # pod order never changes the verdict
     json.dumps(diagnosis.to_json())
+
+
+FORBIDDEN = (
+    f'rpc error: code = Unknown desc = failed to pull and unpack image "{IMAGE}": failed to '
+    f'resolve reference "{IMAGE}": unexpected status from HEAD request to '
+    "https://ghcr.io/v2/acme/trainer/manifests/v1: 403 Forbidden"
+)
+
+
+@pytest.mark.parametrize(
+    ("reason", "message", "code"),
+    [
+        ("ImagePullBackOff", FORBIDDEN, PendingCode.IMAGE_PULL_AUTH),
+        ("ErrImagePull", "pull access forbidden for this token", PendingCode.IMAGE_PULL_AUTH),
+        ("ErrImagePull", "(403) FORBIDDEN", PendingCode.IMAGE_PULL_AUTH),
+        (
+            "ErrImagePull",
+            'failed to pull image "ghcr.io/acme/Trainer:v1": invalid reference format',
+            PendingCode.IMAGE_REFERENCE_INVALID,
+        ),
+        ("ImagePullBackOff", "MANIFEST UNKNOWN: manifest unknown", PendingCode.IMAGE_NOT_FOUND),
+    ],
+    ids=["403-backoff", "forbidden", "403-upper", "invalid-reference", "manifest-unknown"],
+)
+def test_diagnose_permanent_pull_refusal_is_permanent(
+    reason: str, message: str, code: PendingCode
+) -> None:
+    diagnosis = pending.diagnose([pod(waiting=[(reason, message)])], job_id=7)
+
+    assert (diagnosis.code, diagnosis.blocker_class) == (code, BlockerClass.PERMANENT)
+
+
+@given(
+    message=permanent_pull_messages(), reason=st.sampled_from(["ErrImagePull", "ImagePullBackOff"])
+)
+@example(message=FORBIDDEN, reason="ImagePullBackOff")
+@example(message="x 403 y", reason="ImagePullBackOff")
+def test_diagnose_any_permanent_pull_token_is_permanent(message: str, reason: str) -> None:
+    diagnosis = pending.diagnose([pod(waiting=[(reason, message)])], job_id=7)
+
+    assert diagnosis.blocker_class is BlockerClass.PERMANENT, diagnosis
+    assert diagnosis.code in (
+        PendingCode.IMAGE_PULL_AUTH,
+        PendingCode.IMAGE_NOT_FOUND,
+        PendingCode.IMAGE_REFERENCE_INVALID,
+    )
+
+
+@given(
+    message=transient_pull_messages(), reason=st.sampled_from(["ErrImagePull", "ImagePullBackOff"])
+)
+@example(message=TIMEOUT, reason="ErrImagePull")
+def test_diagnose_pull_failure_that_may_pass_stays_transient(message: str, reason: str) -> None:
+    diagnosis = pending.diagnose([pod(waiting=[(reason, message)])], job_id=7)
+
+    assert (diagnosis.code, diagnosis.blocker_class) == (
+        PendingCode.IMAGE_PULL_FAILED,
+        BlockerClass.TRANSIENT,
+    )
+
+
+@given(message=st.text(max_size=120) | permanent_pull_messages() | transient_pull_messages())
+def test_diagnose_pull_message_total_one_class(message: str) -> None:
+    diagnosis = pending.diagnose([pod(waiting=[("ErrImagePull", message)])], job_id=7)
+
+    assert diagnosis.code in (
+        PendingCode.IMAGE_PULL_AUTH,
+        PendingCode.IMAGE_NOT_FOUND,
+        PendingCode.IMAGE_REFERENCE_INVALID,
+        PendingCode.IMAGE_PULL_FAILED,
+    )
+    assert diagnosis.blocker_class is pending.CLASS_OF[diagnosis.code]
