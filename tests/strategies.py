@@ -1208,3 +1208,52 @@ def drift_observations(draw: st.DrawFn) -> drift.Observation:
     )
     tokens = tuple(name for name in drift.STALE_TOKEN_VARS if draw(st.booleans()))
     return drift.Observation(venv, server, tokens)
+
+
+JOB_STATUSES = (
+    "PENDING",
+    "SUBMITTED",
+    "STARTING",
+    "RUNNING",
+    "RECOVERING",
+    "WINDING_DOWN",
+    "CANCELLING",
+    "SUCCEEDED",
+    "CANCELLED",
+    "FAILED",
+    "FAILED_SETUP",
+    "FAILED_PRECHECKS",
+    "FAILED_NO_RESOURCE",
+    "FAILED_CONTROLLER",
+)
+
+
+@st.composite
+def cancel_intents(draw: st.DrawFn) -> Any:
+    """A journaled ``runs.resume.CancelIntent`` of any reason, spent or not, or None."""
+    from npa_infra.runs import resume
+
+    if draw(st.booleans()):
+        return None
+    reason = draw(st.sampled_from(list(resume.CancelReason)))
+    return resume.CancelIntent(
+        job_id=draw(st.integers(1, 10_000)),
+        wave=draw(st.integers(0, 20)),
+        attempt=draw(st.integers(1, 5)),
+        reason=reason,
+        code=draw(st.none() | st.sampled_from(["IMAGE_PULL_AUTH", "INSUFFICIENT_CPU"])),
+        status=draw(st.none() | st.sampled_from(JOB_STATUSES)),
+        budget="infrastructure_recoveries_left" if reason.relaunches else None,
+        spent=draw(st.booleans()),
+    )
+
+
+@st.composite
+def job_observations(draw: st.DrawFn) -> Any:
+    """One read of a job: present with any status (or none), absent, or unknown."""
+    from npa_infra.runs import resume
+
+    presence = draw(st.sampled_from(list(resume.Presence)))
+    if presence is resume.Presence.PRESENT:
+        return resume.JobObservation(presence, draw(st.none() | st.sampled_from(JOB_STATUSES)))
+    return resume.JobObservation(presence)

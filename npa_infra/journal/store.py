@@ -276,6 +276,56 @@ class Journal:
         columns = {"status": status, "job_id": job_id, "sky_status": sky_status}
         self._update("update_attempt", "attempts", key, missing, columns, data, now)
 
+    def record_attempt_step(
+        self,
+        run_id: str,
+        wave_index: int,
+        attempt: int,
+        *,
+        data: Mapping[str, Any],
+        event: tuple[str, Mapping[str, Any]],
+        budgets: Mapping[str, Any] | None = None,
+        now: float,
+    ) -> None:
+        """Merge ``data`` into an attempt, replace its wave's budgets (if given) and append
+        ``event`` (kind, data), all in one durable step: a crash leaves all or none.
+
+        Raises:
+            InvariantError: the attempt is not in the journal.
+        """
+        key = {"run_id": run_id, "wave_index": wave_index, "attempt": attempt}
+        where = "run_id = :run_id AND wave_index = :wave_index AND attempt = :attempt"
+        kind, body = event
+
+        def plan(conn: sqlite3.Connection) -> list[Statement]:
+            old = conn.execute(f"SELECT data FROM attempts WHERE {where}", key).fetchone()
+            if old is None:
+                raise InvariantError(f"attempt {key} is not in the journal")
+            merged = Json({**json.loads(old["data"]), **data})
+            steps: list[Statement] = [
+                (
+                    f"UPDATE attempts SET data = :data, updated_at = :now WHERE {where}",
+                    {**key, "data": merged, "now": now},
+                )
+            ]
+            if budgets is not None:
+                steps.append(
+                    (
+                        "UPDATE waves SET budgets = :budgets, updated_at = :now "
+                        "WHERE run_id = :run_id AND wave_index = :wave_index",
+                        {**key, "budgets": Json(dict(budgets)), "now": now},
+                    )
+                )
+            steps.append(
+                (
+                    "INSERT INTO events (run_id, at, kind, data) VALUES (:run_id, :at, :kind, :data)",
+                    {"run_id": run_id, "at": now, "kind": kind, "data": Json(dict(body))},
+                )
+            )
+            return steps
+
+        self._write("attempt_step", plan)
+
     # -- launch transactions ---------------------------------------------
 
     def checkpoint(

@@ -4,7 +4,7 @@ A new attempt of a wave is created only after **all** of these hold, each
 proven here from fresh evidence:
 
 - the old attempt's cancellation is verified terminal (or absent) by exact id:
-  an acknowledgement alone never suffices;
+  an acknowledgement alone never suffices (``cancels.settle`` proves it);
 - the identity of the wave, recomputed from the current spec, plan, source
   selection and image pins, equals the identity of the attempt being replaced
   (never copied from it);
@@ -18,25 +18,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from npa_infra.skypilot.models import QueueVerdict
-
 if TYPE_CHECKING:
-    from npa_infra.skypilot.base import SkyPilot
     from npa_infra.storage.base import ObjectStore
     from npa_infra.storage.models import ObjectProbe
-    from npa_infra.workflow.launcher import Clock
 
 __all__ = [
     "Check",
     "Recomputed",
-    "cancel_verified",
     "identity_unchanged",
     "outputs_absent",
     "probe_outputs",
 ]
-
-CANCEL_POLL = 5.0
-CANCEL_DEADLINE = 300.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,28 +45,6 @@ class Recomputed:
 
     digest: str | None
     reason: str = "the wave's identity could not be recomputed"
-
-
-def cancel_verified(sky: SkyPilot, clock: Clock, job_id: int) -> Check:
-    """``sky jobs cancel --yes ID``, then poll until the id is terminal or absent."""
-    answer = sky.cancel([job_id])
-    started = clock.now()
-    while True:
-        queue = sky.queue()
-        if queue.verdict is QueueVerdict.VERIFIED_EMPTY:
-            return Check(True, f"job {job_id} is absent (no jobs controller)")
-        if queue.verdict is QueueVerdict.RECORDS:
-            status = queue.status_of(job_id)
-            if status is None or status.terminal:
-                return Check(True, f"job {job_id} is {status.value if status else 'absent'}")
-        if clock.now() - started >= CANCEL_DEADLINE:
-            return Check(
-                False,
-                f"job {job_id} did not reach a terminal state after cancel "
-                f"({answer.detail or 'acknowledged'})",
-                indeterminate=True,
-            )
-        clock.sleep(CANCEL_POLL)
 
 
 def identity_unchanged(

@@ -21,11 +21,12 @@ from npa_infra.errors import (
     NpaError,
     UncertainOutcomeError,
 )
-from npa_infra.runs import lifecycle, supervision
+from npa_infra.runs import lifecycle, resume, supervision
 from npa_infra.runs.models import TransactionRecord
 from npa_infra.skypilot.models import JobStatus
 from npa_infra.workflow import (
     accounting,
+    cancels,
     completion,
     recheck,
     recovery,
@@ -292,6 +293,13 @@ def _run_wave(
         assert record.job_id is not None  # SUBMITTED/ADOPTED carry the reconciled id
         job_ids.append(record.job_id)
         attempt = _attempt_of(journal, request.run_id, index)
+        found = cancels.intent_of(journal, request.run_id, index, attempt)
+        if found is not None:  # a resume finds npa's own cancel: carry it through (faults.md)
+            step = _carry(request, journal, sky, clock, job, record, found, context, budgets)
+            if not isinstance(step, resumption.Resumption):
+                return step
+            new_attempt, exports = True, step.exports
+            continue
         result = recheck.watch_wave(  # an infrastructure verdict only after a fresh read
             functools.partial(
                 watch.watch_job,
@@ -344,29 +352,15 @@ def _run_wave(
             clock.sleep(RETRY_PAUSE)
             new_attempt, exports = True, resumed.exports
             continue
-        if result.verdict is Verdict.PERMANENT_BLOCKER:
-            return _stop_permanent(request, journal, sky, clock, index, record, result)
-        if result.verdict in (Verdict.TRANSIENT_EXPIRED, Verdict.INFRASTRUCTURE_FAILED):
-            blocked = _prove_relaunch(
-                request, journal, sky, clock, index, record, result, context, budgets
-            )
-            if blocked is not None:
-                return blocked
-            resumed = _resumption(request, journal, job, index, record, context, clock)
-            if isinstance(resumed, NpaError):
-                return resumed
-            _spend(
-                journal,
-                request.run_id,
-                index,
-                budgets,
-                "infrastructure_recoveries_left",
-                result,
-                clock,
-            )
-            new_attempt, exports = True, resumed.exports
-            continue
-        return _wave_failure(request, index, record, command, result)
+        key = (index, attempt)
+        intent = _intend(request, journal, clock, key, record, result, budgets)
+        if not isinstance(intent, resume.CancelIntent):
+            return intent or _wave_failure(request, index, record, command, result)
+        seen = resume.JobObservation.present(result.status) if result.status else None
+        step = _carry(request, journal, sky, clock, job, record, intent, context, budgets, seen)
+        if not isinstance(step, resumption.Resumption):
+            return step
+        new_attempt, exports = True, step.exports
 
 
 @dataclass(frozen=True, slots=True)
@@ -520,84 +514,149 @@ def _spend(
     )
 
 
-def _stop_permanent(
+def _intend(
+    request: LiveRequest,
+    journal: Journal,
+    clock: Clock,
+    key: tuple[int, int],
+    record: TransactionRecord,
+    result: watch.WatchResult,
+    budgets: dict[str, int],
+) -> resume.CancelIntent | NpaError | None:
+    """The cancel a finished watch calls for, journaled before it is sent (faults.md
+    invariant 5); an error when the wave fails with nothing to cancel; None: no cancel."""
+    assert record.job_id is not None
+    index, attempt = key
+    infrastructure = result.verdict is supervision.Verdict.INFRASTRUCTURE_FAILED
+    code = result.status if infrastructure else (result.blocker or {}).get("code")
+    left = budgets["infrastructure_recoveries_left"]
+    reason = resume.reason_for(result.verdict, left)
+    if left <= 0 and (infrastructure or result.verdict is supervision.Verdict.TRANSIENT_EXPIRED):
+        journal.update_wave(
+            request.run_id, index, status="infrastructure_budget_exhausted", now=clock.now()
+        )
+        if reason is None:  # the job already ended: there is nothing to cancel
+            return _exhausted(_what(index, record), code)
+    if reason is None:
+        return None
+    intent = resume.CancelIntent(
+        job_id=record.job_id,
+        wave=index,
+        attempt=attempt,
+        reason=reason,
+        code=code,
+        status=result.status,
+        blocker=result.blocker,
+        budget="infrastructure_recoveries_left" if reason.relaunches else None,
+    )
+    cancels.record(journal, request.run_id, intent, clock.now())
+    return intent
+
+
+def _carry(
     request: LiveRequest,
     journal: Journal,
     sky: SkyPilot,
     clock: Clock,
-    index: int,
+    job: RenderedJob,
     record: TransactionRecord,
-    result: watch.WatchResult,
+    intent: resume.CancelIntent,
+    context: WaveContext,
+    budgets: dict[str, int],
+    first: resume.JobObservation | None = None,
+) -> resumption.Resumption | NpaError | None:
+    """Carry npa's own cancel through: the cancel, then the recovery it serves (the next
+    attempt's resumption) or the stop it ends with; a resume takes the same path."""
+    index = intent.wave
+    settled = cancels.settle(journal, sky, clock, request.run_id, intent, first)
+    if settled.decision.action is resume.Action.SUPERVISE:  # it succeeded before the cancel
+        return completion.validate_outputs(
+            journal=journal,
+            run_id=request.run_id,
+            wave_index=index,
+            attempt=intent.attempt,
+            what=f"wave {index:02d} ({record.job_name})",
+            uris=context.outputs(index),
+            schemas=context.schemas(index),
+            store=context.store,
+            now=clock.now,
+        )
+    if not intent.reason.relaunches:
+        return _stopped(request, journal, clock, record, intent, settled.check)
+    blocked = _prove_relaunch(request, journal, clock, record, intent, settled.check, context)
+    if blocked is not None:
+        return blocked
+    resumed = _resumption(request, journal, job, index, record, context, clock)
+    if isinstance(resumed, NpaError):
+        return resumed
+    if settled.decision.spend is not None:  # spent once, with the intent marked spent
+        cancels.spend(journal, request.run_id, intent, budgets, clock.now())
+    return resumed
+
+
+def _stopped(
+    request: LiveRequest,
+    journal: Journal,
+    clock: Clock,
+    record: TransactionRecord,
+    intent: resume.CancelIntent,
+    cancelled: recovery.Check,
 ) -> NpaError:
-    """A permanent blocker: cancel only that exact id, verify it, fail the wave; no budget spent."""
-    assert record.job_id is not None
-    blocker = result.blocker or {}
-    journal.append_event(
-        request.run_id,
-        "cancel_requested",
-        {"wave": index, "job_ids": [record.job_id]},
-        now=clock.now(),
-    )
-    cancelled = recovery.cancel_verified(sky, clock, record.job_id)
+    """A stop: fail the wave with the recorded code once the cancel is proven; no budget."""
+    what = _what(intent.wave, record)
+    if intent.reason is not resume.CancelReason.PERMANENT_BLOCKER:
+        return _exhausted(what, intent.code, cancelled)
+    blocker = intent.blocker or {}
     journal.append_event(
         request.run_id,
         "permanent_blocker",
         {
-            "wave": index,
-            "job_id": record.job_id,
+            "wave": intent.wave,
+            "job_id": intent.job_id,
             "blocker": blocker,
             "cancelled": cancelled.ok,
             "detail": cancelled.reason,
         },
         now=clock.now(),
     )
-    message = (
-        f"wave {index:02d} ({record.job_name}, job {record.job_id}) is blocked permanently: "
-        f"{blocker.get('code')}: {blocker.get('message') or blocker.get('reason') or ''}".rstrip(
-            ": "
-        )
-    )
+    detail = blocker.get("message") or blocker.get("reason") or ""
+    message = f"{what} is blocked permanently: {intent.code}: {detail}".rstrip(": ")
     remedy = str(blocker.get("remedy") or "fix the cause shown, then submit a new run")
     if not cancelled.ok:
         return UncertainOutcomeError(message + f"; and {cancelled.reason}", remedy=remedy)
-    return LaunchFailedError(message + f"; job {record.job_id} was cancelled", remedy=remedy)
+    return LaunchFailedError(message + f"; job {intent.job_id} was cancelled", remedy=remedy)
+
+
+def _exhausted(what: str, cause: str | None, cancelled: recovery.Check | None = None) -> NpaError:
+    message = f"{what} failed on infrastructure ({cause}) and the recovery budget is exhausted"
+    remedy = (
+        "raise --max-infrastructure-recoveries, or fix the capacity problem and submit a new run"
+    )
+    if cancelled is not None and not cancelled.ok:
+        return UncertainOutcomeError(f"{message}; {cancelled.reason}", remedy=remedy)
+    return LaunchFailedError(message, remedy=remedy)
+
+
+def _what(index: int, record: TransactionRecord) -> str:
+    return f"wave {index:02d} ({record.job_name}, job {record.job_id})"
 
 
 def _prove_relaunch(
     request: LiveRequest,
     journal: Journal,
-    sky: SkyPilot,
     clock: Clock,
-    index: int,
     record: TransactionRecord,
-    result: watch.WatchResult,
+    intent: resume.CancelIntent,
+    cancelled: recovery.Check,
     context: WaveContext,
-    budgets: dict[str, int],
 ) -> NpaError | None:
-    """None when a new attempt may be created; otherwise why not (runtime-reference.md §3)."""
-    assert record.job_id is not None
-    what = f"wave {index:02d} ({record.job_name}, job {record.job_id})"
-    cause = (
-        result.status
-        if result.verdict is supervision.Verdict.INFRASTRUCTURE_FAILED
-        else ((result.blocker or {}).get("code"))
-    )
-    if budgets["infrastructure_recoveries_left"] <= 0:
-        journal.update_wave(
-            request.run_id, index, status="infrastructure_budget_exhausted", now=clock.now()
-        )
-        # a job still pending must not start later behind a failed run: cancel that exact id
-        cancelled = (
-            recovery.cancel_verified(sky, clock, record.job_id)
-            if result.verdict is supervision.Verdict.TRANSIENT_EXPIRED
-            else None
-        )
-        message = f"{what} failed on infrastructure ({cause}) and the recovery budget is exhausted"
-        remedy = "raise --max-infrastructure-recoveries, or fix the capacity problem and submit a new run"
-        if cancelled is not None and not cancelled.ok:
-            return UncertainOutcomeError(f"{message}; {cancelled.reason}", remedy=remedy)
-        return LaunchFailedError(message, remedy=remedy)
-    checks = [recovery.cancel_verified(sky, clock, record.job_id)]
+    """None when a new attempt may be created; otherwise why not (runtime-reference.md §3).
+
+    ``cancelled`` is the proof of the old attempt's cancel (``cancels.settle``).
+    """
+    index, cause = intent.wave, intent.code
+    what = _what(index, record)
+    checks = [cancelled]
     attempt = journal.latest_attempt(request.run_id, index)
     expected = str((attempt.data if attempt else {}).get("yaml_sha256") or "") or None
     checks.append(recovery.identity_unchanged(expected, lambda: context.recompute_digest(index)))
@@ -639,6 +698,13 @@ def _wave_failure(
             "--max-wait-seconds passed; the job was left running",
             remedy=f"check it with `npa workbench workflow status {request.run_id}`, then rerun: "
             f"{command}",
+        )
+    seen = resume.JobObservation.present(result.status) if result.status else None
+    if seen is not None and resume.decide(None, seen).action is resume.Action.CANCELLED_BY_OPERATOR:
+        return LaunchFailedError(  # no intent journaled: not npa's cancel, never relaunched
+            f"{what} was cancelled outside this run's supervision (npa journaled no cancel "
+            "of it); it is not relaunched",
+            remedy=f"inspect: npa workbench workflow status {request.run_id}",
         )
     return LaunchFailedError(
         f"{what} ended {result.status}",

@@ -1,413 +1,253 @@
-"""The pure resume decision (runtime-reference.md §3 Resume): one test row per rule."""
+"""The pure decision for an attempt npa set out to cancel (runs.resume): one row per rule,
+and properties over every intent × observation (faults.md invariants 3 and 4)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from npa_infra.runs import resume
-from npa_infra.runs.models import (
-    Category,
-    LaunchState,
-    Phase,
-    Reconciliation,
-    ReconciliationState,
-    RecoveryDecision,
-    TransactionRecord,
-)
-from npa_infra.runs.resume import ResumeVerdict
+from npa_infra.runs.resume import Action, CancelIntent, CancelReason, JobObservation, Rule
+from npa_infra.runs.supervision import Verdict
+from tests.strategies import JOB_STATUSES, cancel_intents, job_observations
 
-D = RecoveryDecision
-ABSENT = Reconciliation(ReconciliationState.ABSENT)
-TRANSIENT = (
-    Category.KUBERNETES_TRANSPORT,
-    Category.KUBERNETES_RATE_LIMIT,
-    Category.KUBERNETES_SERVER,
-    Category.API_WARMUP,
+BUDGET = "infrastructure_recoveries_left"
+LIVE = ("PENDING", "SUBMITTED", "STARTING", "RUNNING", "RECOVERING", "WINDING_DOWN")
+ENDED = (
+    "CANCELLED",
+    "FAILED",
+    "FAILED_SETUP",
+    "FAILED_PRECHECKS",
+    "FAILED_NO_RESOURCE",
+    "FAILED_CONTROLLER",
 )
 
 
-def rec(
-    *,
-    sequence: int = 1,
-    state: LaunchState = LaunchState.INDETERMINATE,
-    decision: RecoveryDecision = D.NONE,
-    category: Category = Category.NONE,
-    last: Category = Category.NONE,
-) -> TransactionRecord:
-    """A journaled record: DONE, unless ``launching`` (left behind by a crash)."""
-    base = TransactionRecord(
-        logical_launch_id="npa-launch-abc",
-        job_name="npa-r-w1-a1",
-        context="kind",
-        started_at=0.0,
-        deadline=180.0,
-    )
-    crashed = state is LaunchState.LAUNCHING
-    return replace(
-        base,
-        phase=Phase.RECONCILE_AFTER_LAUNCH if crashed else Phase.DONE,
-        launch_sequence=sequence,
-        state=state,
-        recovery_decision=decision,
-        category=category,
-        last_category=last,
+def intent(
+    reason: CancelReason = CancelReason.TRANSIENT_RECOVERY, *, spent: bool = False
+) -> CancelIntent:
+    return CancelIntent(
+        job_id=7,
+        wave=0,
+        attempt=1,
+        reason=reason,
+        code="INSUFFICIENT_CPU" if reason.relaunches else "IMAGE_PULL_AUTH",
+        budget=BUDGET if reason.relaunches else None,
+        spent=spent,
     )
 
 
-def found(status: str | None, *ids: int) -> Reconciliation:
-    return Reconciliation(ReconciliationState.FOUND, job_ids=ids or (7,), status=status)
-
-
-# -- found ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
-    ("status", "verdict", "reason"),
+    ("given_intent", "observation", "sent", "action", "rule"),
     [
-        ("SUCCEEDED", ResumeVerdict.ADOPT, D.ADOPT_EXISTING),
-        ("succeeded", ResumeVerdict.ADOPT, D.ADOPT_EXISTING),
-        ("FAILED", ResumeVerdict.KEEP_FAILED, resume.FOUND_TERMINAL_FAILURE),
-        ("FAILED_SETUP", ResumeVerdict.KEEP_FAILED, resume.FOUND_TERMINAL_FAILURE),
-        ("FAILED_NO_RESOURCE", ResumeVerdict.KEEP_FAILED, resume.FOUND_TERMINAL_FAILURE),
-        ("FAILED_CONTROLLER", ResumeVerdict.KEEP_FAILED, resume.FOUND_TERMINAL_FAILURE),
-        ("CANCELLED", ResumeVerdict.KEEP_FAILED, resume.FOUND_TERMINAL_FAILURE),
-        ("RUNNING", ResumeVerdict.ATTACH, resume.FOUND_IN_PROGRESS),
-        ("PENDING", ResumeVerdict.ATTACH, resume.FOUND_IN_PROGRESS),
-        ("STARTING", ResumeVerdict.ATTACH, resume.FOUND_IN_PROGRESS),
-        ("RECOVERING", ResumeVerdict.ATTACH, resume.FOUND_IN_PROGRESS),
-        ("CANCELLING", ResumeVerdict.ATTACH, resume.FOUND_IN_PROGRESS),
-        (None, ResumeVerdict.ATTACH, resume.FOUND_IN_PROGRESS),
+        (intent(), JobObservation.unknown(), False, Action.BLOCK_UNKNOWN, Rule.UNKNOWN_WITH_INTENT),
+        (None, JobObservation.unknown(), False, Action.SUPERVISE, Rule.UNKNOWN_WITHOUT_INTENT),
+        (
+            intent(),
+            JobObservation(resume.Presence.PRESENT, None),
+            False,
+            Action.BLOCK_UNKNOWN,
+            Rule.UNKNOWN_WITH_INTENT,
+        ),
+        (
+            None,
+            JobObservation.present("CANCELLED"),
+            False,
+            Action.CANCELLED_BY_OPERATOR,
+            Rule.FOREIGN_CANCEL,
+        ),
+        (
+            None,
+            JobObservation.present("CANCELLING"),
+            False,
+            Action.CANCELLED_BY_OPERATOR,
+            Rule.FOREIGN_CANCEL,
+        ),
+        (None, JobObservation.present("PENDING"), False, Action.SUPERVISE, Rule.NO_INTENT),
+        (None, JobObservation.absent(), False, Action.SUPERVISE, Rule.NO_INTENT),
+        (
+            intent(),
+            JobObservation.present("SUCCEEDED"),
+            False,
+            Action.SUPERVISE,
+            Rule.SUCCEEDED_ON_ITS_OWN,
+        ),
+        (
+            intent(),
+            JobObservation.present("PENDING"),
+            False,
+            Action.SEND_CANCEL,
+            Rule.CANCEL_NOT_SENT,
+        ),
+        (
+            intent(CancelReason.INFRASTRUCTURE_RECOVERY),
+            JobObservation.present("FAILED_NO_RESOURCE"),
+            False,
+            Action.SEND_CANCEL,
+            Rule.CANCEL_NOT_SENT,
+        ),
+        (
+            intent(),
+            JobObservation.present("PENDING"),
+            True,
+            Action.WAIT_FOR_CANCEL,
+            Rule.CANCEL_IN_PROGRESS,
+        ),
+        (
+            intent(),
+            JobObservation.present("CANCELLING"),
+            False,
+            Action.WAIT_FOR_CANCEL,
+            Rule.CANCEL_IN_PROGRESS,
+        ),
+        (
+            intent(),
+            JobObservation.present("CANCELLED"),
+            False,
+            Action.CONTINUE_RECOVERY,
+            Rule.CANCEL_PROVEN,
+        ),
+        (intent(), JobObservation.absent(), False, Action.CONTINUE_RECOVERY, Rule.CANCEL_PROVEN),
+        (
+            intent(CancelReason.PERMANENT_BLOCKER),
+            JobObservation.present("CANCELLED"),
+            False,
+            Action.FAIL_WITH_CODE,
+            Rule.CANCEL_PROVEN,
+        ),
+        (
+            intent(CancelReason.BUDGET_EXHAUSTED),
+            JobObservation.present("FAILED_NO_RESOURCE"),
+            True,
+            Action.FAIL_WITH_CODE,
+            Rule.CANCEL_PROVEN,
+        ),
     ],
     ids=[
-        "succeeded",
-        "succeeded-lowercase",
-        "failed",
-        "failed-setup",
-        "failed-no-resource",
-        "failed-controller",
-        "cancelled",
-        "running",
-        "pending",
-        "starting",
-        "recovering",
-        "cancelling-not-terminal",
-        "status-unknown",
+        "intent-unknown-blocks",
+        "no-intent-unknown-supervises",
+        "intent-present-without-status-blocks",
+        "no-intent-cancelled-is-an-operator",
+        "no-intent-cancelling-is-an-operator",
+        "no-intent-live-supervises",
+        "no-intent-absent-supervises",
+        "intent-succeeded-stands",
+        "intent-live-unsent-sends",
+        "intent-ended-unsent-sends-by-exact-id",
+        "intent-live-sent-waits",
+        "intent-cancelling-waits",
+        "intent-cancelled-continues-recovery",
+        "intent-absent-continues-recovery",
+        "permanent-cancelled-fails-with-code",
+        "exhausted-ended-fails-with-code",
     ],
 )
-@pytest.mark.parametrize(
-    "record",
-    [None, rec(sequence=0), rec(decision=D.VERIFIED_ABSENT_NO_RETRY, category=Category.AUTH)],
-    ids=["no-record", "never-launched", "terminal-record"],
-)
-def test_decide_resume_found_status_decides(
-    status: str | None,
-    verdict: ResumeVerdict,
-    reason: str,
-    record: TransactionRecord | None,
+def test_decide_each_rule_gives_its_action(
+    given_intent: CancelIntent | None,
+    observation: JobObservation,
+    sent: bool,
+    action: Action,
+    rule: Rule,
 ) -> None:
-    decision = resume.decide_resume(record, found(status), authoritative_absence=False)
-    assert (decision.verdict, decision.reason) == (verdict, reason)
-    assert "7" in decision.message
+    decision = resume.decide(given_intent, observation, sent=sent)
+    assert (decision.action, decision.rule) == (action, rule)
+
+
+def test_decide_unspent_recovery_spends_its_budget_once() -> None:
+    first = resume.decide(intent(), JobObservation.present("CANCELLED"))
+    again = resume.decide(intent(spent=True), JobObservation.present("CANCELLED"))
+    assert first.spend == BUDGET
+    assert again.action is Action.CONTINUE_RECOVERY and again.spend is None
+
+
+def test_decide_permanent_stop_fails_with_the_recorded_code_and_spends_nothing() -> None:
+    decision = resume.decide(intent(CancelReason.PERMANENT_BLOCKER), JobObservation.absent())
+    assert decision.code == "IMAGE_PULL_AUTH" and decision.spend is None
 
 
 @pytest.mark.parametrize(
-    "lookup",
+    ("verdict", "left", "reason"),
     [
-        Reconciliation(ReconciliationState.UNAVAILABLE, error="belongs to another job"),
-        Reconciliation(ReconciliationState.AMBIGUOUS, job_ids=(3, 4)),
-        found("RUNNING", 3, 4),
-        Reconciliation(ReconciliationState.FOUND),
-    ],
-    ids=["unavailable", "ambiguous", "found-two-ids", "found-no-id"],
-)
-@pytest.mark.parametrize("authoritative", [True, False], ids=["authoritative", "not-authoritative"])
-def test_decide_resume_unreadable_lookup_blocks_indeterminate(
-    lookup: Reconciliation, authoritative: bool
-) -> None:
-    decision = resume.decide_resume(
-        rec(sequence=0), lookup, authoritative_absence=authoritative, retry_absent_in_flight=True
-    )
-    assert (decision.verdict, decision.reason) == (ResumeVerdict.BLOCK, D.BLOCK_INDETERMINATE)
-
-
-@pytest.mark.parametrize(
-    "record",
-    [None, rec(sequence=0), rec(state=LaunchState.LAUNCHING)],
-    ids=["no-record", "never-launched", "crashed"],
-)
-def test_decide_resume_absent_not_authoritative_blocks_indeterminate(
-    record: TransactionRecord | None,
-) -> None:
-    decision = resume.decide_resume(
-        record,
-        ABSENT,
-        authoritative_absence=False,
-        retry_absent_in_flight=True,
-        outputs_absent=True,
-    )
-    assert (decision.verdict, decision.reason) == (ResumeVerdict.BLOCK, D.BLOCK_INDETERMINATE)
-
-
-# -- authoritative absence -------------------------------------------------------------------
-AUTOMATIC = [
-    ("no-record", None, resume.NEVER_LAUNCHED),
-    ("never-launched", rec(sequence=0, decision=D.READINESS_BLOCKED), resume.NEVER_LAUNCHED),
-    (
-        "crashed-launching",
-        rec(state=LaunchState.LAUNCHING, decision=D.RETRY_AFTER_VERIFIED_ABSENCE),
-        resume.CRASHED_VERIFIED_ABSENT,
-    ),
-    (
-        "crashed-after-terminal-error",
-        rec(state=LaunchState.LAUNCHING, category=Category.AUTH, last=Category.AUTH),
-        resume.CRASHED_VERIFIED_ABSENT,
-    ),
-    *[
-        (
-            f"{category}-{decision}",
-            rec(decision=decision, category=category, last=category),
-            D.RETRY_AFTER_VERIFIED_ABSENCE,
-        )
-        for category in (*TRANSIENT, Category.INTERRUPTED)
-        for decision in (
-            D.RECOVERY_DEADLINE_EXHAUSTED,
-            D.INTERRUPTED_VERIFIED_ABSENT,
-            D.BLOCK_INDETERMINATE,
-        )
-    ],
-    (
-        "first-category-transient-no-latest",
-        rec(decision=D.BLOCK_INDETERMINATE, category=Category.KUBERNETES_SERVER),
-        D.RETRY_AFTER_VERIFIED_ABSENCE,
-    ),
-    (
-        "uncertain-success-latest-transient",
-        rec(decision=D.BLOCK_AFTER_UNCERTAIN_SUCCESS, last=Category.KUBERNETES_RATE_LIMIT),
-        D.RETRY_AFTER_VERIFIED_ABSENCE,
-    ),
-    (
-        "uncertain-success-latest-interrupted",
-        rec(decision=D.BLOCK_AFTER_UNCERTAIN_SUCCESS, last=Category.INTERRUPTED),
-        D.RETRY_AFTER_VERIFIED_ABSENCE,
-    ),
-]
-
-
-@pytest.mark.parametrize(
-    ("record", "reason"),
-    [(record, reason) for _, record, reason in AUTOMATIC],
-    ids=[name for name, _, _ in AUTOMATIC],
-)
-def test_decide_resume_authoritative_absence_automatic_relaunch(
-    record: TransactionRecord | None, reason: str
-) -> None:
-    decision = resume.decide_resume(record, ABSENT, authoritative_absence=True)
-    assert (decision.verdict, decision.reason) == (ResumeVerdict.RELAUNCH, reason)
-
-
-STICKY = [
-    (
-        "terminal-no-retry",
-        rec(
-            state=LaunchState.TERMINAL_FAILURE,
-            decision=D.VERIFIED_ABSENT_NO_RETRY,
-            category=Category.RBAC,
-            last=Category.RBAC,
-        ),
-    ),
-    (
-        "unknown-no-retry",
-        rec(
-            state=LaunchState.TERMINAL_FAILURE,
-            decision=D.VERIFIED_ABSENT_NO_RETRY,
-            category=Category.UNKNOWN,
-            last=Category.UNKNOWN,
-        ),
-    ),
-    (
-        "unknown-block-indeterminate",
-        rec(decision=D.BLOCK_INDETERMINATE, category=Category.UNKNOWN, last=Category.UNKNOWN),
-    ),
-    (
-        "latest-terminal-beats-first-transient",
-        rec(
-            decision=D.BLOCK_INDETERMINATE,
-            category=Category.KUBERNETES_TRANSPORT,
-            last=Category.CAPACITY,
-        ),
-    ),
-    (
-        "uncertain-success-no-latest-failure",
-        rec(decision=D.BLOCK_AFTER_UNCERTAIN_SUCCESS, category=Category.KUBERNETES_TRANSPORT),
-    ),
-    (
-        "uncertain-success-latest-unknown",
-        rec(decision=D.BLOCK_AFTER_UNCERTAIN_SUCCESS, last=Category.UNKNOWN),
-    ),
-    (
-        "submitted-then-vanished",
-        rec(state=LaunchState.SUBMITTED, decision=D.SUBMITTED_AND_RECONCILED),
-    ),
-    (
-        "readiness-blocked-after-launch",
-        rec(
-            state=LaunchState.TRANSIENT_API_FAILURE,
-            decision=D.READINESS_BLOCKED,
-            category=Category.KUBERNETES_SERVER,
-            last=Category.KUBERNETES_SERVER,
-        ),
-    ),
-    (
-        "legacy-no-decision",
-        rec(state=LaunchState.INTERRUPTED, category=Category.KUBERNETES_TRANSPORT),
-    ),
-    (
-        "sticky-stays-sticky",
-        rec(
-            decision=D.RESUME_BLOCK_TERMINAL_OR_LEGACY_ABSENCE,
-            category=Category.KUBERNETES_TRANSPORT,
-            last=Category.KUBERNETES_TRANSPORT,
-        ),
-    ),
-    (
-        "output-block-stays",
-        rec(decision=D.RESUME_BLOCK_OUTPUT_PRESENT, category=Category.API_WARMUP),
-    ),
-]
-
-
-@pytest.mark.parametrize("record", [r for _, r in STICKY], ids=[name for name, _ in STICKY])
-def test_decide_resume_authoritative_absence_otherwise_sticky_block(
-    record: TransactionRecord,
-) -> None:
-    decision = resume.decide_resume(record, ABSENT, authoritative_absence=True)
-    assert (decision.verdict, decision.reason) == (
-        ResumeVerdict.BLOCK,
-        D.RESUME_BLOCK_TERMINAL_OR_LEGACY_ABSENCE,
-    )
-    assert "--retry-absent-in-flight" in decision.message
-
-
-@pytest.mark.parametrize(
-    ("outputs_absent", "verdict", "reason"),
-    [
-        (True, ResumeVerdict.RELAUNCH, D.OPERATOR_AUTHORIZED_RELAUNCH),
-        (False, ResumeVerdict.BLOCK, D.RESUME_BLOCK_OUTPUT_PRESENT),
-        (None, ResumeVerdict.BLOCK, D.RESUME_BLOCK_OUTPUT_INDETERMINATE),
-    ],
-    ids=["outputs-absent", "outputs-present", "outputs-indeterminate"],
-)
-@pytest.mark.parametrize("record", [r for _, r in STICKY], ids=[name for name, _ in STICKY])
-def test_decide_resume_retry_absent_in_flight_needs_outputs_absent(
-    record: TransactionRecord,
-    outputs_absent: bool | None,
-    verdict: ResumeVerdict,
-    reason: RecoveryDecision,
-) -> None:
-    decision = resume.decide_resume(
-        record,
-        ABSENT,
-        authoritative_absence=True,
-        retry_absent_in_flight=True,
-        outputs_absent=outputs_absent,
-    )
-    assert (decision.verdict, decision.reason) == (verdict, reason)
-
-
-@pytest.mark.parametrize(
-    ("record", "reason"),
-    [
-        (rec(sequence=0), resume.NEVER_LAUNCHED),
-        (
-            rec(decision=D.INTERRUPTED_VERIFIED_ABSENT, category=Category.INTERRUPTED),
-            D.RETRY_AFTER_VERIFIED_ABSENCE,
-        ),
-    ],
-    ids=["never-launched", "automatic"],
-)
-def test_decide_resume_retry_flag_automatic_rule_first(
-    record: TransactionRecord, reason: str
-) -> None:
-    decision = resume.decide_resume(
-        record,
-        ABSENT,
-        authoritative_absence=True,
-        retry_absent_in_flight=True,
-        outputs_absent=False,
-    )
-    assert (decision.verdict, decision.reason) == (ResumeVerdict.RELAUNCH, reason)
-
-
-@given(
-    record=st.one_of(
-        st.none(),
-        st.builds(
-            rec,
-            sequence=st.integers(min_value=0, max_value=3),
-            state=st.sampled_from(LaunchState),
-            decision=st.sampled_from(RecoveryDecision),
-            category=st.sampled_from(Category),
-            last=st.sampled_from(Category),
-        ),
-    ),
-    lookup=st.builds(
-        Reconciliation,
-        state=st.sampled_from(ReconciliationState),
-        job_ids=st.lists(st.integers(min_value=1, max_value=9), max_size=2).map(tuple),
-        status=st.one_of(
-            st.none(), st.sampled_from(("SUCCEEDED", "FAILED_SETUP", "RUNNING", "CANCELLING"))
-        ),
-    ),
-    authoritative=st.booleans(),
-    retry=st.booleans(),
-    outputs_absent=st.one_of(st.none(), st.booleans()),
-)
-def test_decide_resume_any_input_total_and_never_done(
-    record: TransactionRecord | None,
-    lookup: Reconciliation,
-    authoritative: bool,
-    retry: bool,
-    outputs_absent: bool | None,
-) -> None:
-    decision = resume.decide_resume(
-        record,
-        lookup,
-        authoritative_absence=authoritative,
-        retry_absent_in_flight=retry,
-        outputs_absent=outputs_absent,
-    )
-    assert decision.verdict is not ResumeVerdict.DONE
-    assert decision.message
-    if decision.verdict is ResumeVerdict.RELAUNCH:  # only ever after proven absence
-        assert lookup.state is ReconciliationState.ABSENT and authoritative
-
-
-@pytest.mark.parametrize(
-    ("status", "terminal"),
-    [
-        ("SUCCEEDED", True),
-        ("CANCELLED", True),
-        ("FAILED", True),
-        ("FAILED_PRECHECKS", True),
-        ("failed_driver", True),
-        ("CANCELLING", False),
-        ("RUNNING", False),
-        ("", False),
-        (None, False),
+        (Verdict.PERMANENT_BLOCKER, 1, CancelReason.PERMANENT_BLOCKER),
+        (Verdict.PERMANENT_BLOCKER, 0, CancelReason.PERMANENT_BLOCKER),
+        (Verdict.TRANSIENT_EXPIRED, 1, CancelReason.TRANSIENT_RECOVERY),
+        (Verdict.TRANSIENT_EXPIRED, 0, CancelReason.BUDGET_EXHAUSTED),
+        (Verdict.INFRASTRUCTURE_FAILED, 2, CancelReason.INFRASTRUCTURE_RECOVERY),
+        (Verdict.INFRASTRUCTURE_FAILED, 0, None),
+        (Verdict.PAYLOAD_FAILED, 1, None),
+        (Verdict.FAILED, 1, None),
+        (Verdict.TIMEOUT, 1, None),
+        (Verdict.UNREADABLE, 1, None),
     ],
     ids=[
-        "succeeded",
+        "permanent",
+        "permanent-without-budget",
+        "transient",
+        "transient-exhausted-still-cancels",
+        "infrastructure",
+        "infrastructure-exhausted-cancels-nothing",
+        "payload",
         "cancelled",
-        "failed",
-        "failed-prechecks",
-        "lowercase",
-        "cancelling",
-        "running",
-        "empty",
-        "none",
+        "timeout-leaves-it-running",
+        "unreadable-leaves-it-running",
     ],
 )
-def test_is_terminal_status_expected(status: str | None, terminal: bool) -> None:
-    assert resume.is_terminal_status(status) is terminal
+def test_reason_for_each_verdict_names_its_cancel(
+    verdict: Verdict, left: int, reason: CancelReason | None
+) -> None:
+    assert resume.reason_for(verdict, left) is reason
+
+
+def test_cancel_intent_journal_round_trip_is_exact() -> None:
+    written = intent(CancelReason.PERMANENT_BLOCKER).model_copy(
+        update={"blocker": {"code": "IMAGE_PULL_AUTH", "message": "401"}}
+    )
+    assert CancelIntent.from_json(written.to_json()) == written
+    assert CancelIntent.from_json(None) is None
+
+
+_DEFINITE = (Action.CONTINUE_RECOVERY, Action.FAIL_WITH_CODE, Action.CANCELLED_BY_OPERATOR)
+
+
+@given(cancel_intents(), job_observations(), st.booleans())
+@example(intent(), JobObservation.unknown(), True)
+def test_decide_unknown_never_relaunches_fails_or_spends(
+    given_intent: CancelIntent | None, observation: JobObservation, sent: bool
+) -> None:
+    decision = resume.decide(given_intent, observation, sent=sent)
+    unknown = observation.presence is resume.Presence.UNKNOWN or (
+        observation.presence is resume.Presence.PRESENT and observation.status is None
+    )
+    if unknown:
+        assert decision.action in (Action.BLOCK_UNKNOWN, Action.SUPERVISE)
+        assert decision.spend is None and decision.code is None
+    if decision.spend is not None:  # only a proven recovery spends, and only once
+        assert decision.action is Action.CONTINUE_RECOVERY
+        assert given_intent is not None and not given_intent.spent
+
+
+@given(cancel_intents(), job_observations(), st.booleans())
+def test_decide_our_own_recovery_cancel_never_fails_the_run(
+    given_intent: CancelIntent | None, observation: JobObservation, sent: bool
+) -> None:
+    decision = resume.decide(given_intent, observation, sent=sent)
+    if given_intent is not None:  # faults.md invariant 3: npa's own cancel is never "someone's"
+        assert decision.action is not Action.CANCELLED_BY_OPERATOR
+        if given_intent.reason.relaunches:
+            assert decision.action is not Action.FAIL_WITH_CODE
+    else:
+        assert decision.action not in (Action.SEND_CANCEL, *_DEFINITE[:2])
+    if sent:  # a cancel this process sent is never sent again
+        assert decision.action is not Action.SEND_CANCEL
+
+
+@given(st.sampled_from(JOB_STATUSES))
+def test_decide_recovery_cancel_seen_ended_continues_never_sends_twice(status: str) -> None:
+    decision = resume.decide(intent(), JobObservation.present(status), sent=True)
+    if status in ENDED:
+        assert decision.action is Action.CONTINUE_RECOVERY
+    elif status in LIVE or status == "CANCELLING":
+        assert decision.action is Action.WAIT_FOR_CANCEL
+    else:
+        assert decision.action is Action.SUPERVISE and status == "SUCCEEDED"
