@@ -30,7 +30,9 @@ Every failure a user can cause or meet is an ``NpaError``: a one-sentence
     ├── LaunchFailedError     a launch definitely did not happen, or the run failed (exit 1)
     ├── UncertainOutcomeError a launch may or may not exist; the remedy is the exact
     │                         `--resume-run` command, never a new id or a cancel by name (exit 2)
-    ├── InterruptedRunError   Ctrl-C after the checkpoint was written (exit 130)
+    ├── RunCancelledError     an operator cancelled the run; no further launch (exit 1)
+    ├── InterruptedRunError   Ctrl-C after the checkpoint was written (exit 130; 143 for
+    │                         SIGTERM and 129 for SIGHUP, set by the CLI: npa_infra.signals)
     └── NotYetAvailableError  the capability is planned but not built in this version (exit 1)
 
 ``InvariantError`` is a bug, not a user error: it derives from ``RuntimeError``
@@ -57,6 +59,7 @@ __all__ = [
     "NpaError",
     "PreflightError",
     "RenderError",
+    "RunCancelledError",
     "RunLockedError",
     "RunStateError",
     "SkyPilotDriftError",
@@ -239,6 +242,12 @@ class UncertainOutcomeError(NpaError):
 
     exit_code = 2
     category = "indeterminate"
+
+
+class RunCancelledError(NpaError):
+    """An operator cancelled the run (``workflow cancel``): no further launch is made."""
+
+    category = "cancelled"
 
 
 class InterruptedRunError(NpaError):

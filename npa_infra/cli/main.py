@@ -38,13 +38,18 @@ def _root(
 
 def run() -> None:
     """Console-script entry: expected failures exit with their code, the rest with one line."""
+    from npa_infra import signals
+
+    signals.install()  # SIGTERM and SIGHUP stop a command the way Ctrl-C does
     try:
         app()
-    except SystemExit:
+    except SystemExit as exc:
+        if exc.code == 130 and signals.received() is not None:
+            raise SystemExit(signals.exit_code()) from None
         raise
     except KeyboardInterrupt:
         sys.stderr.write("Interrupted.\n")
-        raise SystemExit(130) from None
+        raise SystemExit(signals.exit_code()) from None
     except Exception as exc:  # the one top-level handler (style.md rule 8)
         if os.environ.get("NPA_DEBUG"):
             raise

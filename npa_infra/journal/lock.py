@@ -22,15 +22,21 @@ import json
 import os
 import socket
 import stat
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 from npa_infra.errors import ConfigError, InvariantError, RunLockedError, UsageError
 
-__all__ = ["MASKED_FLAGS", "RunLock", "lock_path"]
+__all__ = ["MASKED_FLAGS", "STATE_LOCKS", "LockKind", "RunLock", "lock_path", "state_lock_path"]
+
+STATE_LOCKS = "npa-locks"  # under a SkyPilot state directory
+# ``runs``: held by a submit for the whole run; ``launches``: held while a launch may be
+# in flight (each launch transaction) and by cancel, so the two exclude each other.
+LockKind = Literal["runs", "launches"]
 
 # Flags whose value is a credential (runtime-reference.md §1 record fields).
 MASKED_FLAGS = frozenset(
@@ -39,19 +45,36 @@ MASKED_FLAGS = frozenset(
 _HOLDER_BYTES = 64 * 1024
 
 
+def _file_name(what: str, name: str) -> str:
+    if not name or name in (".", "..") or "/" in name or "\0" in name:
+        raise UsageError(
+            f"{what} {name!r} cannot name a lock file",
+            remedy=f"use a {what} made of letters, digits, '-', '_' and '.'",
+        )
+    return name
+
+
 def lock_path(home: Path, stack: str | None, run_id: str) -> Path:
-    """The lock file of one run.
+    """The lock file of one run in one npa home.
 
     Raises:
         UsageError: the stack or run id cannot be a file name.
     """
-    for what, name in (("stack", stack or "default"), ("run id", run_id)):
-        if not name or name in (".", "..") or "/" in name or "\0" in name:
-            raise UsageError(
-                f"{what} {name!r} cannot name a lock file",
-                remedy=f"use a {what} made of letters, digits, '-', '_' and '.'",
-            )
-    return home / "locks" / (stack or "default") / f"{run_id}.lock"
+    stack_part = _file_name("stack", stack or "default")
+    return home / "locks" / stack_part / f"{_file_name('run id', run_id)}.lock"
+
+
+def state_lock_path(state_dir: Path, kind: LockKind, run_id: str) -> Path:
+    """The lock of one run in the SkyPilot state directory its jobs belong to.
+
+    Every npa process that can launch into that state, from any npa home, finds
+    the same file, so the launch identity (state directory, run) is locked once
+    on the machine (faults.md, concurrent operators).
+
+    Raises:
+        UsageError: the run id cannot be a file name.
+    """
+    return state_dir / STATE_LOCKS / kind / f"{_file_name('run id', run_id)}.lock"
 
 
 def _masked(argv: Sequence[str]) -> list[str]:
@@ -80,8 +103,9 @@ class RunLock:
         *,
         argv: Sequence[str],
         now: float,
+        path: Path | None = None,
     ) -> None:
-        self.path = lock_path(home, stack, run_id)
+        self.path = path if path is not None else lock_path(home, stack, run_id)
         self.run_id = run_id
         self.stack = stack
         self._argv = _masked(argv)
@@ -92,11 +116,35 @@ class RunLock:
     def held(self) -> bool:
         return self._fd is not None
 
-    def acquire(self) -> None:
+    @classmethod
+    def in_state(
+        cls,
+        state_dir: Path,
+        kind: LockKind,
+        run_id: str,
+        *,
+        stack: str | None,
+        argv: Sequence[str],
+        now: float,
+    ) -> RunLock:
+        """The run's lock of ``kind`` in its SkyPilot state directory (``state_lock_path``)."""
+        path = state_lock_path(state_dir, kind, run_id)
+        return cls(state_dir, stack, run_id, argv=argv, now=now, path=path)
+
+    def acquire(
+        self,
+        *,
+        wait: float = 0.0,
+        on_wait: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
         """Take the lock and record this process as its holder.
 
+        With ``wait`` > 0 a held lock is waited for, up to that many seconds;
+        ``on_wait`` is told the holder once, when the wait begins.
+
         Raises:
-            RunLockedError: another process holds it; ``details`` names the holder.
+            RunLockedError: another process holds it (past ``wait``); ``details``
+                names the holder.
             ConfigError: the lock path is a symlink, not a regular file, not ours,
                 or cannot be created.
         """
@@ -107,7 +155,7 @@ class RunLock:
         fd = _open_private(self.path)
         try:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                _flock(fd, wait, on_wait)
             except BlockingIOError:
                 raise self._locked(_holder(fd)) from None
             details = {
@@ -168,6 +216,34 @@ class RunLock:
             "is refused so that it cannot launch twice",
             details=holder,
         )
+
+
+def _flock(fd: int, wait: float, on_wait: Callable[[dict[str, Any]], None] | None) -> None:
+    """Lock ``fd``; a held lock is retried until ``wait`` seconds have passed.
+
+    Raises:
+        BlockingIOError: still held at the end of the wait.
+    """
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return
+    except BlockingIOError:
+        if wait <= 0:
+            raise
+    if on_wait is not None:
+        on_wait(_holder(fd))
+    deadline = time.monotonic() + wait
+    pause = 0.01
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise
+        # flock has no timed wait; a short, growing pause keeps the waiter cheap
+        time.sleep(min(pause, max(deadline - time.monotonic(), 0.0)))
+        pause = min(pause * 2, 0.25)
 
 
 def _private_dir(path: Path) -> None:

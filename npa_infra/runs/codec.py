@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
+from npa_infra.runs.children import ChildIdentity
 from npa_infra.runs.models import (
     Category,
     Existence,
@@ -60,6 +61,8 @@ def record_from_json(data: Mapping[str, Any]) -> TransactionRecord:
         raw = data[f.name]
         if f.name in _ENUMS:
             values[f.name] = None if raw is None else _ENUMS[f.name](raw)
+        elif f.name == "launch_child":
+            values[f.name] = ChildIdentity.from_json(raw)
         elif f.name == "reconciliations":
             values[f.name] = tuple(_reconciliation(r) for r in raw)
         elif isinstance(raw, list):

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from npa_infra.runs.children import ChildIdentity
+
 __all__ = [
     "RECORD_SCHEMA",
     "TERMINAL_CATEGORIES",
@@ -258,6 +260,8 @@ class TransactionRecord:
     outcome_pending: bool = False  # intent committed for launch_sequence, no outcome yet
     backoff_delay: float = 0.0  # the sleep chosen in phase BACKOFF
     poll_delay: float = 0.0  # > 0: REQUEST_CHECK waits this long, then reconciles again
+    # the released ``sky jobs launch`` child of the latest request, until its answer is durable
+    launch_child: ChildIdentity | None = None
 
     @property
     def done(self) -> bool:
@@ -296,4 +300,5 @@ class TransactionRecord:
             "outcome_pending": self.outcome_pending,
             "backoff_delay": self.backoff_delay,
             "poll_delay": self.poll_delay,
+            "launch_child": None if self.launch_child is None else self.launch_child.to_json(),
         }

@@ -57,6 +57,7 @@ from enum import StrEnum
 
 from npa_infra.errors import InvariantError
 from npa_infra.runs import backoff, classifier
+from npa_infra.runs.children import ChildIdentity
 from npa_infra.runs.models import (
     Category,
     Evidence,
@@ -254,6 +255,25 @@ def on_launch_intent(record: TransactionRecord, *, now: float) -> TransactionRec
     )
 
 
+def on_child_started(record: TransactionRecord, child: ChildIdentity) -> TransactionRecord:
+    """The launch child is started but still gated: the driver journals THIS record,
+    then releases it, so a resume knows every child that could still act.
+
+    Raises:
+        InvariantError: no launch intent is waiting for its outcome.
+    """
+    _require(record.phase is Phase.LAUNCH and record.outcome_pending, "on_child_started", record)
+    return replace(record, launch_child=child)
+
+
+def on_child_gone(record: TransactionRecord, *, now: float) -> TransactionRecord:
+    """A resume observed the recorded launch child gone: it can no longer act."""
+    if record.launch_child is None:
+        return record
+    gone = f"launch child pid {record.launch_child.pid} observed gone at {now}"
+    return replace(record, launch_child=None, notes=(*record.notes, gone))
+
+
 def on_launched(
     record: TransactionRecord, outcome: LaunchOutcome, *, now: float
 ) -> TransactionRecord:
@@ -269,7 +289,10 @@ def on_launched(
         "on_launched",
         record,
     )
-    after = replace(record, phase=Phase.RECONCILE_AFTER_LAUNCH, outcome_pending=False)
+    # the child has answered (and exited): nothing of it can act any more
+    after = replace(
+        record, phase=Phase.RECONCILE_AFTER_LAUNCH, outcome_pending=False, launch_child=None
+    )
     if outcome.accepted:
         if not outcome.request_id:
             raise InvariantError("an accepted launch must carry its request id")
@@ -395,6 +418,19 @@ def reenter(
         accepted=record.accepted and bool(record.request_ids),
         last_category=Category.INTERRUPTED if crashed else record.last_category,
     )
+
+
+def settled(record: TransactionRecord) -> bool:
+    """Nothing of this transaction can still create a job that its record does not name:
+    never sent, or done with the id found, or done with absence proven and the request
+    terminal."""
+    if record.launch_sequence == 0:
+        return True
+    if not record.done or record.launch_child is not None:
+        return False
+    if record.state in _FOUND_STATES:
+        return True
+    return record.existence is Existence.ABSENT and record.request_settled
 
 
 def remedy_for(record: TransactionRecord, resume_command: str) -> str:

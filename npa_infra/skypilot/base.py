@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from npa_infra.runs.children import ChildIdentity
 from npa_infra.skypilot.models import (
     ApiStatusResult,
     CancelResult,
@@ -28,6 +29,7 @@ class SkyPilot(Protocol):
         name: str,
         infra: str | None = None,
         secrets: Mapping[str, str] | None = None,
+        on_started: Callable[[ChildIdentity], None] | None = None,
     ) -> LaunchResult: ...
 
     def queue(self, *, all_users: bool = False, verbose: bool = False) -> QueueResult: ...

@@ -2,22 +2,43 @@
 
 ``Runner.run`` takes argv, the complete child environment, optional stdin
 text and a timeout, and returns a ``CommandResult``; it never raises for a
-non-zero exit. ``SubprocessRunner`` is the real one. A timed-out child is
-killed with its whole process group.
+non-zero exit. ``SubprocessRunner`` is the real one.
+
+No child acts unnoticed (faults.md, process death with a live child):
+
+- Every child dies with npa. It runs in its own session (a terminal's Ctrl-C
+  reaches npa, which decides), with the parent-death signal set to SIGKILL
+  where ``setpriv`` exists, so a SIGKILLed npa takes its child along. When npa
+  itself is interrupted (SIGINT, or SIGTERM/SIGHUP turned into an interrupt by
+  ``npa_infra.signals``) while it waits, the child's whole process group is
+  killed and reaped before the interrupt goes on.
+- A child that may create something (``on_started`` given: the launch) starts
+  gated: a shell holds it, reading its stdin (a pipe), until the parent has
+  made its identity durable and writes the release; the command then runs with
+  stdin closed. If npa dies before that, the gate reads end-of-file and the
+  command never runs (exit ``GATE_CLOSED``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
+from npa_infra.errors import InvariantError
+from npa_infra.runs.children import ChildIdentity
+from npa_infra.skypilot import children
 from npa_infra.skypilot.models import CommandResult
 
-__all__ = ["Runner", "SubprocessRunner"]
+__all__ = ["GATE_CLOSED", "Runner", "SubprocessRunner"]
+
+GATE_CLOSED = 125  # the gate's exit code when its parent died before releasing it
+# Reads one line from the gate (its stdin), then becomes the command with stdin closed.
+_GATE = 'IFS= read -r _ || exit 125; exec "$@" </dev/null'
 
 
 class Runner(Protocol):
@@ -29,11 +50,24 @@ class Runner(Protocol):
         cwd: str | None = None,
         stdin: str | None = None,
         timeout: float | None = None,
+        on_started: Callable[[ChildIdentity], None] | None = None,
     ) -> CommandResult: ...
 
 
+def _prefix() -> list[str]:
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+
+
 class SubprocessRunner:
-    """Runs the command as a child process in its own process group."""
+    """Runs the command as a child process in its own session; see the module docstring."""
 
     def run(
         self,
@@ -43,13 +77,24 @@ class SubprocessRunner:
         cwd: str | None = None,
         stdin: str | None = None,
         timeout: float | None = None,
+        on_started: Callable[[ChildIdentity], None] | None = None,
     ) -> CommandResult:
+        command = list(argv)
+        gate_read = gate_write = -1
+        launched = [*_prefix(), *command]
+        child_stdin: int = subprocess.PIPE if stdin is not None else subprocess.DEVNULL
+        if on_started is not None:
+            if stdin is not None:
+                raise InvariantError("a gated command reads its gate on stdin: it takes no input")
+            gate_read, gate_write = os.pipe()
+            child_stdin = gate_read
+            launched = [*_prefix(), "/bin/sh", "-c", _GATE, "npa-gate", *command]
         try:
             proc = subprocess.Popen(
-                list(argv),
+                launched,
                 env=dict(env),
                 cwd=cwd,
-                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdin=child_stdin,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
@@ -59,11 +104,24 @@ class SubprocessRunner:
             return CommandResult(tuple(argv), 127, "", f"{argv[0]}: not found")
         except PermissionError:
             return CommandResult(tuple(argv), 126, "", f"{argv[0]}: permission denied")
+        finally:
+            if gate_read >= 0:
+                os.close(gate_read)
         try:
+            if on_started is not None:
+                try:
+                    on_started(children.identify(proc.pid))  # durable before the child may act
+                    os.write(gate_write, b"go\n")
+                finally:
+                    os.close(gate_write)
             out, err = proc.communicate(stdin, timeout=timeout)
         except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            _kill_group(proc)
             out, err = proc.communicate()
             return CommandResult(tuple(argv), proc.returncode, out, err, timed_out=True)
+        except BaseException:
+            # interrupted (or the identity could not be recorded): the child must not outlive us
+            _kill_group(proc)
+            proc.wait()
+            raise
         return CommandResult(tuple(argv), proc.returncode, out, err)

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from npa_infra.errors import ConfigError, ExternalError
+from npa_infra.runs.children import ChildIdentity
 from npa_infra.skypilot import port, status
 from npa_infra.skypilot.isolation import ControllerSettings, IsolatedDir
 from npa_infra.skypilot.journal import Journal
@@ -58,9 +59,11 @@ class _Journaled:
         cwd: str | None = None,
         stdin: str | None = None,
         timeout: float | None = None,
+        on_started: Callable[[ChildIdentity], None] | None = None,
     ) -> CommandResult:
         self._journal.begin(self._step, list(argv))
-        result = self._runner.run(argv, env=env, cwd=cwd, stdin=stdin, timeout=timeout)
+        gated = {"on_started": on_started} if on_started is not None else {}
+        result = self._runner.run(argv, env=env, cwd=cwd, stdin=stdin, timeout=timeout, **gated)
         self._journal.end(self._step, result)
         self.last = result
         return result

@@ -9,10 +9,11 @@ carries names.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from npa_infra.errors import ConfigError, InvariantError
+from npa_infra.runs.children import ChildIdentity
 from npa_infra.skypilot import classify, port
 from npa_infra.skypilot.isolation import IsolatedDir
 from npa_infra.skypilot.models import (
@@ -86,15 +87,18 @@ class SkyCli:
         extra_env: Mapping[str, str] | None = None,
         stdin: str | None = None,
         timeout: float = CALL_TIMEOUT,
+        on_started: Callable[[ChildIdentity], None] | None = None,
     ) -> CommandResult:
         env = self.environment(extra_env)
         self._guard_ports(env)
+        gated = {"on_started": on_started} if on_started is not None else {}
         return self._runner.run(
             [str(self.binary), *args],
             env=env,
             cwd=str(self.isolated.root),
             stdin=stdin,
             timeout=timeout,
+            **gated,
         )
 
     # -- operations ----------------------------------------------------------
@@ -108,15 +112,22 @@ class SkyCli:
         name: str,
         infra: str | None = None,
         secrets: Mapping[str, str] | None = None,
+        on_started: Callable[[ChildIdentity], None] | None = None,
     ) -> LaunchResult:
-        """``sky jobs launch --async``; acceptance is not proof that a job exists (§2.4)."""
+        """``sky jobs launch --async``; acceptance is not proof that a job exists (§2.4).
+
+        ``on_started`` receives the child's identity before the child may reach the
+        API server (``runner`` gates it), so the caller can make it durable first.
+        """
         args = ["jobs", "launch", "--name", name, "--yes", "--detach-run", "--async"]
         if infra:
             args += ["--infra", infra]
         for secret in secrets or {}:
             args += ["--secret", secret]  # by name: the value travels in the child's env only
         args.append(str(task_yaml))
-        return classify.parse_launch(self._run(args, extra_env=secrets, timeout=LAUNCH_TIMEOUT))
+        return classify.parse_launch(
+            self._run(args, extra_env=secrets, timeout=LAUNCH_TIMEOUT, on_started=on_started)
+        )
 
     def queue(self, *, all_users: bool = False, verbose: bool = False) -> QueueResult:
         args = ["jobs", "queue", "--all"]

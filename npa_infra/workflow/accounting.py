@@ -15,7 +15,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from npa_infra.errors import LaunchFailedError, NpaError, UncertainOutcomeError
+from npa_infra.errors import (
+    LaunchFailedError,
+    NpaError,
+    RunCancelledError,
+    UncertainOutcomeError,
+)
 from npa_infra.runs import outcome
 from npa_infra.runs.lifecycle import RunStatus
 
@@ -76,7 +81,7 @@ def stop_of(error: NpaError | None, *, cancelled: bool = False) -> outcome.Stop:
     requested), else an unproven outcome or an interrupt is uncertain."""
     if error is None:
         return outcome.Stop.COMPLETED
-    if cancelled:
+    if cancelled or isinstance(error, RunCancelledError):
         return outcome.Stop.CANCELLED
     if isinstance(error, UncertainOutcomeError) or error.exit_code == _INTERRUPTED_EXIT:
         return outcome.Stop.UNCERTAIN

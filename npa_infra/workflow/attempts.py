@@ -11,10 +11,11 @@ A stored adopted id is re-verified by exact name before it is trusted.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from npa_infra.errors import UncertainOutcomeError
+from npa_infra.errors import RunCancelledError, UncertainOutcomeError
 from npa_infra.runs import codec, transaction
 from npa_infra.runs.lifecycle import RunStatus
 from npa_infra.runs.models import LaunchState, ReconciliationState, TransactionRecord
@@ -22,6 +23,7 @@ from npa_infra.workflow import taskfiles
 from npa_infra.workflow.launcher import AttemptKey, Clock, LaunchDriver
 
 if TYPE_CHECKING:
+    from npa_infra.journal.lock import RunLock
     from npa_infra.journal.store import Journal
     from npa_infra.render.documents import RenderedJob
     from npa_infra.skypilot.base import SkyPilot
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
 __all__ = ["SUCCESS_STATES", "attempt_name", "launch_wave", "logical_launch_id", "secret_record"]
 
 SUCCESS_STATES = (LaunchState.SUBMITTED, LaunchState.ADOPTED)
+# A cancel holds the launch lock while it polls its jobs to terminal (at most 900 s).
+LAUNCH_LOCK_WAIT = 1200.0
 
 
 def logical_launch_id(*parts: str) -> str:
@@ -144,8 +148,140 @@ def launch_wave(
             _verify_adopted(record, sky, clock, journal, key)
             return record
         record = _reenter(record, clock)
+    lock = _launch_lock(request, journal, isolated, clock, driver.progress, sky, driver.home)
+    try:
+        return _drive(
+            request,
+            journal,
+            driver,
+            clock,
+            isolated,
+            job,
+            key,
+            record,
+            path,
+            name,
+            number,
+            variables,
+            infra=infra,
+            secrets=secrets,
+            command=command,
+        )
+    finally:
+        lock.release()
+
+
+def _settle_foreign(
+    request: LiveRequest, sky: SkyPilot, isolated: IsolatedDir, home: str, clock: Clock
+) -> None:
+    """Another npa home's launch of this run, still in flight in this SkyPilot state, must
+    settle before this home launches (journal.inflight; judged by runs.cancel).
+
+    Raises:
+        UncertainOutcomeError: that launch may still create the job.
+    """
+    from npa_infra.journal import inflight
+    from npa_infra.runs import cancel as launch_rules
+    from npa_infra.runs.children import ChildState
+    from npa_infra.skypilot import children
+    from npa_infra.workflow.launcher import check_request, reconcile
+
+    path = inflight.inflight_path(isolated.root, request.run_id)
+    other = inflight.read(path)
+    if other is None or other.home == home:
+        return  # nothing in flight, or our own journal's launch: its record governs the resume
+    found = reconcile(sky, other.job_name, clock.now())
+    child = ChildState.NOT_RECORDED if other.child is None else children.observe(other.child)
+    answer = None
+    if found.state is ReconciliationState.ABSENT:
+        answer = check_request(sky, other.request_ids[-1] if other.request_ids else None).state
+    verdict = launch_rules.judge_unreconciled(None, found.state, child, answer)
+    if verdict in (launch_rules.LaunchVerdict.ABSENT, launch_rules.LaunchVerdict.CANCEL_FOUND):
+        inflight.remove(path)  # settled: the name's lookup now tells the whole truth
+        return
+    raise UncertainOutcomeError(
+        f"run {request.run_id} has a launch in flight from npa home {other.home} "
+        f"({other.job_name}, launch {other.launch_sequence}) that may still create its job",
+        remedy=f"continue the run from that home (NPA_HOME={other.home} with --resume-run "
+        f"{request.run_id}), or rerun this command once that launch has settled",
+        details={"run_id": request.run_id, "job_name": other.job_name, "home": other.home},
+    )
+
+
+def _launch_lock(
+    request: LiveRequest,
+    journal: Journal,
+    isolated: IsolatedDir,
+    clock: Clock,
+    progress: Callable[[str], None] | None,
+    sky: SkyPilot,
+    home: str,
+) -> RunLock:
+    """Hold the run's launch lock while a launch may be in flight; refuse a cancelled run.
+
+    ``workflow cancel`` takes the same lock, so it waits for this launch to settle
+    and then cancels by exact id; a cancel recorded before we got the lock stops
+    the run here, before any request is sent (faults.md, concurrent operators).
+
+    Raises:
+        RunLockedError: the lock stayed held past the wait.
+        RunCancelledError: an operator cancelled the run.
+    """
+    from npa_infra.journal.lock import RunLock
+
+    def waiting(holder: Mapping[str, object]) -> None:
+        if progress is not None:
+            progress(
+                f"waiting for pid {holder.get('pid')} ({holder.get('argv')}) to release "
+                f"the launch lock of run {request.run_id}"
+            )
+
+    lock = RunLock.in_state(
+        isolated.root,
+        "launches",
+        request.run_id,
+        stack=request.stack_name,
+        argv=list(request.invocation),
+        now=clock.now(),
+    )
+    lock.acquire(wait=LAUNCH_LOCK_WAIT, on_wait=waiting)
+    try:
+        _settle_foreign(request, sky, isolated, home, clock)
+        run = journal.get_run(request.run_id)
+        cancel = (run.data or {}).get("cancel_requested") if run is not None else None
+        if cancel:
+            raise RunCancelledError(
+                f"run {request.run_id} was cancelled (workflow cancel); nothing more is launched",
+                remedy=f"see what remains with `npa workbench workflow status {request.run_id}`",
+                details={"run_id": request.run_id},
+            )
+    except BaseException:
+        lock.release()
+        raise
+    return lock
+
+
+def _drive(
+    request: LiveRequest,
+    journal: Journal,
+    driver: LaunchDriver,
+    clock: Clock,
+    isolated: IsolatedDir,
+    job: RenderedJob,
+    key: AttemptKey,
+    record: TransactionRecord,
+    path: Path,
+    name: str,
+    number: int,
+    variables: Mapping[str, Mapping[str, str]],
+    *,
+    infra: str,
+    secrets: Mapping[str, str],
+    command: str,
+) -> TransactionRecord:
+    record = driver.settle_child(key, record)  # an earlier submit's launch child is gone
     journal.update_run(
-        request.run_id, status=RunStatus.LAUNCHING, lifecycle_state="mutating", now=now
+        request.run_id, status=RunStatus.LAUNCHING, lifecycle_state="mutating", now=clock.now()
     )
 
     def before_post(intent: TransactionRecord) -> None:
@@ -170,7 +306,7 @@ def launch_wave(
     finally:
         journal.update_attempt(
             request.run_id,
-            wave_index,
+            key.wave_index,
             number,
             status=record.state.value,
             job_id=record.job_id,

@@ -13,16 +13,21 @@ codes: cli.md §1.6.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from npa_infra import config as npa_config
+from npa_infra.runs import cancel as cancel_rules
+from npa_infra.runs import codec
 from npa_infra.runs.lifecycle import RunStatus
-from npa_infra.runs.models import ReconciliationState
+from npa_infra.runs.models import ReconciliationState, TransactionRecord
 from npa_infra.skypilot.models import QueueResult, QueueVerdict
 
 if TYPE_CHECKING:
+    from npa_infra.journal.lock import RunLock
     from npa_infra.journal.store import Journal
     from npa_infra.skypilot.base import SkyPilot
     from npa_infra.workflow.launcher import Clock
@@ -37,7 +42,10 @@ CANCEL_EXIT_CODES = {
     "unknown_run": 1,
     "partial_cancellation": 2,
     "verification_failed": 2,
+    "launch_in_progress": 2,
 }
+# A launch transaction settles within its 180 s recovery deadline plus one launch call.
+LAUNCH_WAIT = 600.0
 _POLL_INTERVAL = 5.0
 _POLL_DEADLINE = 900.0
 
@@ -86,22 +94,99 @@ def cancel_run(
             return CancelReport(
                 run_id, "unknown_run", errors=["the journal has never seen this run"]
             )
-        transactions = journal.transactions(run_id)
-        if all(t.launch_sequence == 0 and t.job_id is None for t in transactions):
-            return _never_launched(journal, run_id)
         from npa_infra.workflow import live
 
-        context = str((run.data or {}).get("context") or "")
-        sky, _, clock, _ = live.open_adapters(
-            env,
-            services,
-            context=context,
-            stack_name=run.stack or None,
-            isolated_config_dir=live.recorded_state_dir(run.data),
+        recorded = live.recorded_state_dir(run.data)
+
+        def adapters() -> tuple[SkyPilot, Clock, Path]:
+            sky, _, clock, isolated = live.open_adapters(
+                env,
+                services,
+                context=str((run.data or {}).get("context") or ""),
+                stack_name=run.stack or None,
+                isolated_config_dir=recorded,
+            )
+            return sky, clock, isolated.root
+
+        opened = None if recorded or (services and services.isolated_dir) else adapters()
+        state_dir = (
+            opened[2]
+            if opened
+            else Path(recorded or str(services.isolated_dir if services else ""))
         )
-        return _cancel(journal, sky, clock, run_id)
+        clock = opened[1] if opened else _clock(services)
+        progress = services.progress if services else None
+        lock = _launch_lock(state_dir, run_id, run.stack or None, clock, progress)
+        if isinstance(lock, CancelReport):
+            return _record(journal, clock, lock)
+        try:
+            # durable before any cancel: no launch of this run starts after this point
+            journal.update_run(
+                run_id,
+                data={"cancel_requested": {"at": clock.now(), "pid": os.getpid()}},
+                now=clock.now(),
+            )
+            journal.append_event(run_id, "cancel_intent", {}, now=clock.now())
+            transactions = journal.transactions(run_id)  # read under the lock: settled
+            if all(t.launch_sequence == 0 and t.job_id is None for t in transactions):
+                return _never_launched(journal, run_id)
+            sky, clock, _ = opened or adapters()
+            return _cancel(journal, sky, clock, run_id)
+        finally:
+            lock.release()
     finally:
         journal.close()
+
+
+def _clock(services: LiveServices | None) -> Clock:
+    import random
+    import time
+
+    from npa_infra.workflow.launcher import Clock
+
+    if services is not None and services.clock is not None:
+        return services.clock
+    return Clock(time.time, time.sleep, random.random)
+
+
+def _launch_lock(
+    state_dir: Path,
+    run_id: str,
+    stack: str | None,
+    clock: Clock,
+    progress: Callable[[str], None] | None,
+) -> RunLock | CancelReport:
+    """The run's launch lock, waited for while a launch of the run is in flight.
+
+    A submit holds it only while a launch may be in flight, so cancel waits for
+    that launch to settle (its job id reconciled) before it cancels by exact id.
+    """
+    from npa_infra.errors import RunLockedError
+    from npa_infra.journal.lock import RunLock
+
+    def waiting(holder: Mapping[str, object]) -> None:
+        if progress is not None:
+            progress(
+                f"run {run_id}: a launch is in flight (pid {holder.get('pid')}); waiting up to "
+                f"{LAUNCH_WAIT:.0f} s for it to settle before cancelling"
+            )
+
+    lock = RunLock.in_state(
+        state_dir, "launches", run_id, stack=stack, argv=["npa", "cancel", run_id], now=clock.now()
+    )
+    try:
+        lock.acquire(wait=LAUNCH_WAIT, on_wait=waiting)
+    except RunLockedError as exc:
+        return CancelReport(
+            run_id,
+            "launch_in_progress",
+            errors=[
+                f"a launch of run {run_id} is still in flight ({exc.message}); nothing was "
+                "cancelled, and a job of the run may still appear: rerun the cancel when it "
+                "has settled"
+            ],
+        )
+    return lock
 
 
 def _never_launched(journal: Journal, run_id: str) -> CancelReport:
@@ -111,14 +196,34 @@ def _never_launched(journal: Journal, run_id: str) -> CancelReport:
     return CancelReport(run_id, "not_submitted")
 
 
+def _judge(
+    sky: SkyPilot, record: TransactionRecord, name: ReconciliationState
+) -> cancel_rules.LaunchVerdict:
+    """Observe what could still act for an unreconciled launch, then let the core judge."""
+    from npa_infra.runs.children import ChildState
+    from npa_infra.skypilot import children
+    from npa_infra.workflow.launcher import check_request
+
+    child = ChildState.NOT_RECORDED
+    if record.launch_child is not None:
+        child = children.observe(record.launch_child)
+    request = None
+    if name is ReconciliationState.ABSENT:
+        latest = record.request_ids[-1] if record.accepted and record.request_ids else None
+        request = check_request(sky, latest).state
+    return cancel_rules.judge_unreconciled(record, name, child, request)
+
+
 def _known_ids(
     journal: Journal, sky: SkyPilot, clock: Clock, run_id: str
-) -> tuple[set[int], list[str]]:
-    """Ids from the journal, plus exact-name lookups for launches never reconciled."""
+) -> tuple[set[int], list[str], list[str]]:
+    """Ids from the journal, plus exact-name lookups for launches never reconciled, and the
+    names of launches that may still create a job."""
     from npa_infra.workflow.launcher import reconcile
 
     ids: set[int] = set()
     errors: list[str] = []
+    in_flight: list[str] = []
     for tx in journal.transactions(run_id):
         if tx.job_id is not None:
             ids.add(tx.job_id)
@@ -127,19 +232,22 @@ def _known_ids(
             continue
         name = str(tx.record.get("job_name") or "")
         found = reconcile(sky, name, clock.now())
-        if found.state is ReconciliationState.FOUND and found.job_id is not None:
+        verdict = _judge(sky, codec.record_from_json(tx.record), found.state)
+        if verdict is cancel_rules.LaunchVerdict.CANCEL_FOUND and found.job_id is not None:
             ids.add(found.job_id)
-        elif found.state is not ReconciliationState.ABSENT:
+        elif verdict is cancel_rules.LaunchVerdict.IN_FLIGHT:
+            in_flight.append(name)
+        elif verdict is cancel_rules.LaunchVerdict.UNKNOWN:
             errors.append(f"{name}: {found.state.value} {found.error}".strip())
     for attempt in journal.attempts(run_id):
         if attempt.job_id is not None:
             ids.add(attempt.job_id)
-    return ids, errors
+    return ids, errors, in_flight
 
 
 def _cancel(journal: Journal, sky: SkyPilot, clock: Clock, run_id: str) -> CancelReport:
     report = CancelReport(run_id, "cancelled")
-    ids, report.errors = _known_ids(journal, sky, clock, run_id)
+    ids, report.errors, in_flight = _known_ids(journal, sky, clock, run_id)
     queue = sky.queue()
     if queue.verdict is QueueVerdict.UNAVAILABLE or report.errors:
         report.outcome = "verification_failed"
@@ -150,7 +258,7 @@ def _cancel(journal: Journal, sky: SkyPilot, clock: Clock, run_id: str) -> Cance
     active = _classify(queue, ids, report)
     if not active:
         report.outcome = "already_absent"
-        return _record(journal, clock, report)
+        return _record(journal, clock, _unsettled(report, in_flight))
     journal.append_event(run_id, "cancel_requested", {"job_ids": sorted(active)}, now=clock.now())
     answer = sky.cancel(sorted(active))
     if answer.error_kind.value != "none":
@@ -159,7 +267,19 @@ def _cancel(journal: Journal, sky: SkyPilot, clock: Clock, run_id: str) -> Cance
     report.remaining_job_ids = sorted(remaining)
     if remaining:
         report.outcome = "partial_cancellation"
-    return _record(journal, clock, report)
+    return _record(journal, clock, _unsettled(report, in_flight))
+
+
+def _unsettled(report: CancelReport, in_flight: list[str]) -> CancelReport:
+    """Never report success while a launch of the run may still create a job."""
+    if in_flight and report.outcome in ("cancelled", "already_absent"):
+        report.outcome = "launch_in_progress"
+        report.errors.extend(
+            f"{name}: a launch child or request of an interrupted submit may still create this "
+            "job; resume the run (its --resume-run command) to settle it, then cancel again"
+            for name in in_flight
+        )
+    return report
 
 
 def _classify(queue: QueueResult, ids: set[int], report: CancelReport) -> set[int]:

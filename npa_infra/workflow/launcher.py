@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from npa_infra.errors import UncertainOutcomeError
 from npa_infra.runs import classifier, transaction
+from npa_infra.runs.children import ChildIdentity
 from npa_infra.runs.models import (
     Category,
     Evidence,
@@ -40,6 +42,8 @@ if TYPE_CHECKING:
 __all__ = ["AttemptKey", "Clock", "LaunchDriver", "check_request", "reconcile"]
 
 _LAUNCH_REQUEST = "sky.jobs.launch"
+# How long a resume waits for an earlier submit's launch child: its own call timeout.
+CHILD_WAIT = 1800.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,9 +123,17 @@ def check_request(sky: SkyPilot, request_id: str | None) -> RequestCheck:
 
 
 def _launch_outcome(
-    sky: SkyPilot, task: Path, record: TransactionRecord, **kw: object
+    sky: SkyPilot,
+    task: Path,
+    record: TransactionRecord,
+    *,
+    infra: str | None,
+    secrets: Mapping[str, str],
+    on_started: Callable[[ChildIdentity], None],
 ) -> LaunchOutcome:
-    result = sky.launch(task, name=record.job_name, **kw)  # type: ignore[arg-type]  # infra/secrets
+    result = sky.launch(
+        task, name=record.job_name, infra=infra, secrets=secrets, on_started=on_started
+    )
     if result.accepted:
         return LaunchOutcome(True, request_id=result.request_id)
     text = f"{result.command.stderr}\n{result.command.stdout}".strip() or result.detail
@@ -147,16 +159,96 @@ class LaunchDriver:
             [KubeCluster], tuple[Evidence, tuple[dict[str, object], ...], Category, str]
         ]
         | None = None,
+        progress: Callable[[str], None] | None = None,
+        child_wait: float = CHILD_WAIT,
+        state_dir: Path | None = None,
+        home: str = "",
     ) -> None:
         self._sky = sky
         self._journal = journal
         self._clock = clock
         self._cluster = cluster
         self._readiness = readiness or _wait_ready(clock)
+        self._progress = progress
+        self._child_wait = child_wait
+        self._durable: dict[AttemptKey, TransactionRecord] = {}
+        # the SkyPilot state directory whose in-flight record this driver keeps (journal.inflight)
+        self._state_dir = state_dir
+        self._home = home
+
+    @property
+    def progress(self) -> Callable[[str], None] | None:
+        return self._progress
+
+    @property
+    def home(self) -> str:
+        return self._home
+
+    def settle_child(self, key: AttemptKey, record: TransactionRecord) -> TransactionRecord:
+        """Before re-entering a record, make sure its launch child can no longer act.
+
+        A child an earlier npa released (``record.launch_child``) may still be about to
+        create the job: wait for it to exit, showing that we wait, or fail closed
+        (``runs.children.decide``). The record that drops the child is durable.
+
+        Raises:
+            UncertainOutcomeError: the child may still act (another host, or it outlived
+                the wait).
+        """
+        from npa_infra.runs import children as child_rules
+        from npa_infra.skypilot import children
+
+        child = record.launch_child
+        if child is None:
+            return record
+        started = self._clock.now()
+        state = children.observe(child)
+        while True:
+            waited = self._clock.now() - started
+            decision = child_rules.decide(state, waited=waited, limit=self._child_wait)
+            if decision.action is child_rules.ChildAction.PROCEED:
+                break
+            if decision.action is child_rules.ChildAction.BLOCK:
+                raise UncertainOutcomeError(
+                    f"{record.job_name}: {decision.reason} (pid {child.pid} on {child.host})",
+                    remedy="wait until that process has exited (or stop it), then rerun the "
+                    "identical command; npa never launches beside a launch that may still act",
+                    details={"job_name": record.job_name, "pid": child.pid, "host": child.host},
+                )
+            if self._progress is not None:
+                self._progress(
+                    f"{record.job_name}: waiting for pid {child.pid}, the launch child of an "
+                    f"earlier submit, to exit (at most {self._child_wait - waited:.0f} s more)"
+                )
+            state = children.wait_gone(child, self._child_wait - waited)
+        record = transaction.on_child_gone(record, now=self._clock.now())
+        self.checkpoint(key, record)
+        return record
 
     def checkpoint(self, key: AttemptKey, record: TransactionRecord) -> None:
+        """Make ``record`` durable, and keep the state directory's in-flight record with it."""
         self._journal.checkpoint(
             key.run_id, key.wave_index, key.attempt, record.to_json(), now=self._clock.now()
+        )
+        self._durable[key] = record
+        if self._state_dir is None or record.launch_sequence == 0:
+            return
+        from npa_infra.journal import inflight
+
+        path = inflight.inflight_path(self._state_dir, key.run_id)
+        if transaction.settled(record):
+            inflight.remove(path)
+            return
+        inflight.write(
+            path,
+            inflight.InflightLaunch(
+                home=self._home,
+                logical_launch_id=record.logical_launch_id,
+                job_name=record.job_name,
+                launch_sequence=record.launch_sequence,
+                request_ids=record.request_ids,
+                child=record.launch_child,
+            ),
         )
 
     def run(
@@ -179,6 +271,11 @@ class LaunchDriver:
             while not record.done:
                 record = self._step(key, record, task_yaml, infra, secrets, before_post)
         except KeyboardInterrupt:
+            # an interrupt inside a step (e.g. during the POST) lands after that step's own
+            # checkpoints: end from the latest durable record, never from an older one
+            latest = self._durable.get(key, record)
+            if latest.launch_sequence > record.launch_sequence and not latest.done:
+                record = latest
             # the interrupted record is durable before the command reports exit 130
             record = transaction.on_interrupted(record, now=self._clock.now())
         return self._finish(key, record, resume_command)
@@ -219,7 +316,15 @@ class LaunchDriver:
             self.checkpoint(key, record)  # intent is durable before the request is sent
             if before_post is not None:
                 before_post(record)
-            outcome = _launch_outcome(self._sky, task_yaml, record, infra=infra, secrets=secrets)
+            intent = record
+
+            def started(child: ChildIdentity) -> None:
+                # the child is gated until this is durable (skypilot.runner)
+                self.checkpoint(key, transaction.on_child_started(intent, child))
+
+            outcome = _launch_outcome(
+                self._sky, task_yaml, record, infra=infra, secrets=secrets, on_started=started
+            )
             record = transaction.on_launched(record, outcome, now=clock.now())
             self.checkpoint(key, record)  # the request id (or the error) is durable
             return record

@@ -296,12 +296,31 @@ def execute(
     command = resume_command(request.invocation, request.run_id)
     journal = Journal.open(home, secret_values=secrets.values())
     try:
-        with run_lock.RunLock(
-            home, request.stack_name, request.run_id, argv=list(request.invocation), now=clock.now()
+        argv = list(request.invocation)
+        # the state directory's lock binds every npa home that launches into this SkyPilot
+        # state; the home's lock keeps one journal's run bound to one state directory
+        with (
+            run_lock.RunLock.in_state(
+                isolated.root,
+                "runs",
+                request.run_id,
+                stack=request.stack_name,
+                argv=argv,
+                now=clock.now(),
+            ),
+            run_lock.RunLock(home, request.stack_name, request.run_id, argv=argv, now=clock.now()),
         ):
             _open_run(journal, request, command, clock.now(), context, secrets, str(isolated.root))
             _stage_source(journal, request, clock)
-            driver = LaunchDriver(sky, journal, clock, cluster=cluster)
+            driver = LaunchDriver(
+                sky,
+                journal,
+                clock,
+                cluster=cluster,
+                progress=services.progress if services else None,
+                state_dir=isolated.root,
+                home=str(home),
+            )
             from npa_infra.workflow import supervisor
 
             result = supervisor.run_waves(
@@ -403,6 +422,9 @@ def _open_run(
                 },
             )
         )
+    elif not request.resume and (existing.data or {}).get("cancel_requested"):
+        # a rolled-back run submitted again is a new start: the old cancel does not carry over
+        journal.update_run(request.run_id, data={"cancel_requested": None}, now=now)
     journal.append_event(request.run_id, "submit" if not request.resume else "resume", {}, now=now)
     journal.append_event(
         request.run_id,

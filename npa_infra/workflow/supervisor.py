@@ -19,6 +19,7 @@ from npa_infra.errors import (
     InterruptedRunError,
     LaunchFailedError,
     NpaError,
+    RunCancelledError,
     UncertainOutcomeError,
 )
 from npa_infra.runs import lifecycle, resume, supervision
@@ -119,6 +120,8 @@ def run_waves(
                 shared_pods,
             )
         return _run_listed(request, journal, sky, clock, launch, records, job_ids, ledger)
+    except RunCancelledError as cancelled:  # an operator's cancel stopped the next launch
+        return _finish(request, journal, clock, records, job_ids, cancelled, ledger)
     except KeyboardInterrupt:
         error = InterruptedRunError(
             "interrupted while supervising; every launch so far is journaled",
@@ -717,6 +720,11 @@ def _attempt_of(journal: Journal, run_id: str, wave_index: int) -> int:
     return latest.attempt if latest is not None else 1
 
 
+def _cancel_requested(journal: Journal, run_id: str) -> bool:
+    run = journal.get_run(run_id)
+    return bool(run is not None and (run.data or {}).get("cancel_requested"))
+
+
 def _finish(
     request: LiveRequest,
     journal: Journal,
@@ -736,6 +744,8 @@ def _finish(
         error,
         command=resume_command(request.invocation, request.run_id),
         run_id=request.run_id,
+        # an error after the operator asked to cancel is the cancel's doing
+        cancelled=error is not None and _cancel_requested(journal, request.run_id),
     )
     status = decided.status
     now = clock.now()

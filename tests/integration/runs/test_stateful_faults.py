@@ -18,7 +18,12 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from npa_infra.errors import RunStateError, UncertainOutcomeError
+from npa_infra.errors import (
+    RunCancelledError,
+    RunLockedError,
+    RunStateError,
+    UncertainOutcomeError,
+)
 from npa_infra.journal.store import Journal
 from tests.integration.runs.crash import run_killed_after
 from tests.integration.runs.world import ROOT, World, make_world
@@ -135,7 +140,39 @@ class LaunchWorld(RuleBasedStateMachine):
             "cancelled",
             "partial_cancellation",
             "verification_failed",
+            "launch_in_progress",
         )
+
+    @rule()
+    def second_home_submit(self) -> None:
+        """Another operator, from another npa home, submits the same run into the same
+        SkyPilot state: it may adopt the job or be refused, never launch a second one."""
+        other = dict(self.world.env, NPA_HOME=str(self.tmp / "second-home"))
+        saved, self.world.env = self.world.env, other
+        try:
+            try:
+                self.world.submit(SPEC, run_id=RUN)
+            except RunStateError:  # that home already knows the run: continue it
+                self.world.submit(SPEC, resume_run=RUN)
+        except (RunStateError, RunLockedError, UncertainOutcomeError, RunCancelledError):
+            pass
+        finally:
+            self.world.env = saved
+
+    @rule()
+    def status(self) -> None:
+        """A reader at any moment: never raises for an expected state, never mutates."""
+        if not self._journal_knows_run():
+            return
+        calls = [
+            c for c in self.world.sim_calls() if c[:2] in (["jobs", "launch"], ["jobs", "cancel"])
+        ]
+        report = self.world.status(RUN)
+        assert report.to_json()["run_id"] == RUN
+        after = [
+            c for c in self.world.sim_calls() if c[:2] in (["jobs", "launch"], ["jobs", "cancel"])
+        ]
+        assert after == calls
 
     def _journal_knows_run(self) -> bool:
         if not (self.world.home / "journal.sqlite3").exists():
@@ -150,6 +187,16 @@ class LaunchWorld(RuleBasedStateMachine):
     def never_two_jobs_for_one_name(self) -> None:
         names = [j["name"] for j in self.world.sim_jobs()]
         assert len(names) == len(set(names)), names
+
+    @invariant()
+    def every_cancel_names_exact_ids_of_this_run(self) -> None:
+        names = {j["job_id"]: j["name"] for j in self.world.sim_jobs()}
+        for call in self.world.sim_calls():
+            if call[:2] != ["jobs", "cancel"]:
+                continue
+            ids = call[3:]
+            assert call[2] == "--yes" and ids and all(i.isdigit() for i in ids), call
+            assert all(str(names.get(int(i), "")).startswith(RUN) for i in ids), (call, names)
 
     @invariant()
     def every_journaled_job_id_is_that_attempts_job(self) -> None:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from npa_infra.runs.children import ChildIdentity
 from npa_infra.skypilot.isolation import ControllerSettings, IsolatedDir
 from npa_infra.skypilot.models import CommandResult
 from npa_infra.skypilot.runner import Runner, SubprocessRunner
@@ -41,9 +42,12 @@ class ShortTimeout:
         cwd: str | None = None,
         stdin: str | None = None,
         timeout: float | None = None,
+        on_started: Callable[[ChildIdentity], None] | None = None,
     ) -> CommandResult:
         limit = min(timeout or math.inf, self.seconds)
-        return self.inner.run(argv, env=env, cwd=cwd, stdin=stdin, timeout=limit)
+        return self.inner.run(
+            argv, env=env, cwd=cwd, stdin=stdin, timeout=limit, on_started=on_started
+        )
 
 
 @dataclass

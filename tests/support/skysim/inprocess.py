@@ -20,6 +20,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
+from npa_infra.runs.children import ChildIdentity
 from npa_infra.skypilot.models import CommandResult
 
 __all__ = ["InProcessRunner"]
@@ -54,6 +55,7 @@ class InProcessRunner:
         cwd: str | None = None,
         stdin: str | None = None,
         timeout: float | None = None,
+        on_started: Callable[[ChildIdentity], None] | None = None,  # no child: nothing to record
     ) -> CommandResult:
         from tests.support.skysim import main
 

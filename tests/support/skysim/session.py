@@ -134,7 +134,7 @@ class Session:
             self._trailing.append(str(trailing.get("text", "Tip: run `sky jobs queue -v`.")))
         hang = self.rule("hang")
         if hang is not None and not hang.get("after_accept"):
-            time.sleep(float(hang.get("seconds", 30)))
+            _hang(hang)
         fail = self.rule("fail")
         if fail is not None:
             if "stdout" in fail:
@@ -150,7 +150,7 @@ class Session:
         """The server has acted: apply the after-acceptance faults."""
         hang = self.rule("hang")
         if hang is not None and hang.get("after_accept"):
-            time.sleep(float(hang.get("seconds", 30)))
+            _hang(hang)
         rule = self.rule("accept_then_fail")
         if rule is not None:
             raise self._error({"exit": 1, **rule})
@@ -161,6 +161,25 @@ class Session:
         else:
             state["controllers"].pop(self.user, None)
             state["jobs"] = [j for j in state["jobs"] if j["user_hash"] != self.user]
+
+
+def _hang(rule: faults.Rule) -> None:
+    """Hang as the rule says: a fixed time, or until a test releases the call.
+
+    ``signal_fifo``: write this process's pid into the FIFO when the hang begins
+    (the test's blocking read is the event "the call is hanging now").
+    ``release_fifo``: then block until the test writes a line into that FIFO.
+    """
+    signal_fifo, release_fifo = rule.get("signal_fifo"), rule.get("release_fifo")
+    if signal_fifo is None and release_fifo is None:
+        time.sleep(float(rule.get("seconds", 30)))
+        return
+    if signal_fifo is not None:
+        with open(str(signal_fifo), "w", encoding="ascii") as out:
+            out.write(f"{os.getpid()}\n")
+    if release_fifo is not None:
+        with open(str(release_fifo), encoding="ascii") as gate:
+            gate.readline()
 
 
 def controller_record(

@@ -11,6 +11,7 @@ import pytest
 from npa_infra.errors import (
     InterruptedRunError,
     LaunchFailedError,
+    RunCancelledError,
     UncertainOutcomeError,
 )
 from npa_infra.journal.records import RunRow, WaveRow
@@ -121,9 +122,10 @@ def test_conclude_first_launch_sent_nothing_rolls_back() -> None:
 @pytest.mark.parametrize(
     ("error", "cancelled"),
     [
+        (RunCancelledError("run r1 was cancelled", remedy="status"), False),
         (LaunchFailedError("ended CANCELLED", remedy="inspect"), True),
     ],
-    ids=["cancel-requested"],
+    ids=["cancel-stopped-the-launch", "cancel-requested"],
 )
 def test_conclude_operator_cancel_is_cancelled(error: LaunchFailedError, cancelled: bool) -> None:
     decided, kept = accounting.conclude(

@@ -1,0 +1,95 @@
+"""The launch in flight, recorded where every npa home that launches into one SkyPilot state sees it.
+
+An npa home's journal knows its own launches, but another home submitting the
+same run into the same SkyPilot state directory starts a fresh transaction:
+it would find the name absent while the first home's accepted request is still
+waiting in the API server, and launch a second job. So the launch driver also
+writes the launch it has in flight to
+``<state dir>/npa-locks/launches/<run>.inflight.json`` (0600, replaced
+atomically, under the run's launch lock): before each request is sent, again
+with the child's identity and the request id, and removes it only once the
+launch is settled (its id adopted, or its absence proven with the request
+terminal). Any submit that takes the launch lock and finds another home's
+record must settle that launch first (``runs.cancel.judge_unreconciled``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from npa_infra.journal.lock import STATE_LOCKS
+from npa_infra.runs.children import ChildIdentity
+
+__all__ = ["InflightLaunch", "inflight_path", "read", "remove", "write"]
+
+
+@dataclass(frozen=True, slots=True)
+class InflightLaunch:
+    home: str  # the npa home whose journal holds the transaction
+    logical_launch_id: str
+    job_name: str
+    launch_sequence: int
+    request_ids: tuple[str, ...] = ()
+    child: ChildIdentity | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "home": self.home,
+            "logical_launch_id": self.logical_launch_id,
+            "job_name": self.job_name,
+            "launch_sequence": self.launch_sequence,
+            "request_ids": list(self.request_ids),
+            "child": None if self.child is None else self.child.to_json(),
+        }
+
+
+def inflight_path(state_dir: Path, run_id: str) -> Path:
+    return state_dir / STATE_LOCKS / "launches" / f"{run_id}.inflight.json"
+
+
+def write(path: Path, launch: InflightLaunch) -> None:
+    """Replace the record atomically and durably (the caller holds the launch lock)."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}")
+    data = json.dumps(launch.to_json(), sort_keys=True).encode("utf-8")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(temporary, path)
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+def read(path: Path) -> InflightLaunch | None:
+    """The recorded launch; an unreadable record is one that may still act (never None)."""
+    try:
+        raw = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return InflightLaunch(home="?", logical_launch_id="?", job_name="?", launch_sequence=1)
+    if not isinstance(raw, dict):
+        return InflightLaunch(home="?", logical_launch_id="?", job_name="?", launch_sequence=1)
+    return InflightLaunch(
+        home=str(raw.get("home") or "?"),
+        logical_launch_id=str(raw.get("logical_launch_id") or "?"),
+        job_name=str(raw.get("job_name") or "?"),
+        launch_sequence=int(raw.get("launch_sequence") or 1),
+        request_ids=tuple(str(r) for r in raw.get("request_ids") or ()),
+        child=ChildIdentity.from_json(raw.get("child")),
+    )
+
+
+def remove(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()

@@ -1,0 +1,136 @@
+"""The runner's promise with real processes: no child acts unnoticed, none outlives npa.
+
+Each test starts real processes and waits on events (a pipe line, a pidfd
+becoming readable), never on time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from npa_infra.runs.children import ChildIdentity, ChildState
+from npa_infra.skypilot import children
+from npa_infra.skypilot.runner import GATE_CLOSED, SubprocessRunner
+
+ROOT = Path(__file__).resolve().parents[3]
+ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
+
+
+def test_run_gated_command_records_identity_before_it_acts(tmp_path: Path) -> None:
+    marker = tmp_path / "acted"
+    seen: list[tuple[ChildIdentity, bool]] = []
+    result = SubprocessRunner().run(
+        ["/bin/sh", "-c", f"echo acted > {marker}; echo out"],
+        env=ENV,
+        on_started=lambda child: seen.append((child, marker.exists())),
+    )
+    assert result.returncode == 0 and result.stdout == "out\n"
+    assert result.argv == ("/bin/sh", "-c", f"echo acted > {marker}; echo out")
+    [(child, acted_before)] = seen
+    assert not acted_before  # the identity was in hand while the child was still gated
+    assert child.pid > 0 and child.host and child.start_ticks > 0
+    assert children.observe(child) is ChildState.GONE  # reaped by the time run returns
+
+
+def test_run_gated_command_whose_identity_cannot_be_recorded_never_acts(tmp_path: Path) -> None:
+    marker = tmp_path / "acted"
+
+    def refuse(child: ChildIdentity) -> None:
+        raise OSError("journal is read-only")
+
+    with pytest.raises(OSError, match="read-only"):
+        SubprocessRunner().run(["/bin/sh", "-c", f"touch {marker}"], env=ENV, on_started=refuse)
+    assert not marker.exists()
+
+
+def test_gate_closed_by_a_dead_parent_never_runs_the_command(tmp_path: Path) -> None:
+    """npa dies between starting the child and releasing it: the gate reads end-of-file."""
+    marker = tmp_path / "acted"
+    script = textwrap.dedent(
+        f"""
+        import json, os, signal, sys
+        sys.path.insert(0, {str(ROOT)!r})
+        os.environ["PATH"] = ""  # no setpriv: only the gate protects the command
+        from npa_infra.skypilot.runner import SubprocessRunner
+        def die(child):
+            print(json.dumps(child.to_json()), flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+        SubprocessRunner().run(["/bin/sh", "-c", "touch {marker}"], env={{}}, on_started=die)
+        """
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    child = ChildIdentity.from_json(json.loads(parent.stdout.readline()))
+    assert parent.wait() == -signal.SIGKILL
+    assert child is not None
+    assert children.wait_gone(child, 30.0) is ChildState.GONE
+    assert not marker.exists()
+    assert GATE_CLOSED == 125
+
+
+@pytest.mark.parametrize(
+    "how", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP], ids=["kill", "term", "hup"]
+)
+def test_child_dies_with_npa_however_npa_dies(how: signal.Signals, tmp_path: Path) -> None:
+    """A child blocked in a long call is gone once its npa is gone (pdeathsig, or the
+    interrupt path killing its process group)."""
+    script = textwrap.dedent(
+        f"""
+        import json, sys
+        sys.path.insert(0, {str(ROOT)!r})
+        from npa_infra import signals
+        from npa_infra.skypilot.runner import SubprocessRunner
+        signals.install()
+        def started(child):
+            print(json.dumps(child.to_json()), flush=True)
+        try:
+            SubprocessRunner().run(["/bin/sleep", "600"], env={{}}, on_started=started)
+        except KeyboardInterrupt:
+            sys.exit(signals.exit_code())
+        """
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    child = ChildIdentity.from_json(json.loads(parent.stdout.readline()))
+    assert child is not None and children.observe(child) is ChildState.ALIVE
+    parent.send_signal(how)
+    code = parent.wait()
+    assert code == (-signal.SIGKILL if how is signal.SIGKILL else 128 + how)
+    assert children.wait_gone(child, 30.0) is ChildState.GONE
+
+
+def test_observe_a_reused_pid_is_gone() -> None:
+    me = children.identify(os.getpid())
+    assert children.observe(me) is ChildState.ALIVE
+    other_start = ChildIdentity(me.pid, me.start_ticks + 1, me.boot_id, me.host)
+    assert children.observe(other_start) is ChildState.GONE
+
+
+def test_observe_another_host_or_boot() -> None:
+    me = children.identify(os.getpid())
+    assert children.observe(ChildIdentity(me.pid, me.start_ticks, me.boot_id, me.host + "-x")) is (
+        ChildState.UNKNOWN
+    )
+    assert children.observe(ChildIdentity(me.pid, me.start_ticks, "another-boot", me.host)) is (
+        ChildState.GONE
+    )
+
+
+def test_wait_gone_returns_when_the_process_exits() -> None:
+    read_end, write_end = os.pipe()
+    proc = subprocess.Popen(["/bin/sh", "-c", "read -r _"], stdin=read_end)
+    os.close(read_end)
+    child = children.identify(proc.pid)
+    assert children.wait_gone(child, 0.0) is ChildState.ALIVE  # no time allowed: still there
+    os.write(write_end, b"\n")
+    os.close(write_end)
+    proc.wait()
+    assert children.wait_gone(child, 30.0) is ChildState.GONE
