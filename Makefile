@@ -49,13 +49,15 @@ test: lint kubectl registry-tools
 # The benchmark compares against `sky --help` of the bootstrapped SkyPilot when one exists
 # (the real-SkyPilot tests leave one in the cache). bench/staging.py then times source
 # staging of a 10,000-file tree against moto on loopback (a few minutes: see BENCHMARKS.md),
-# and bench/preflight_bench.py image preflight, 20 images against 1, over a 50 ms link.
+# bench/preflight_bench.py image preflight, 20 images against 1, over a 50 ms link, and
+# bench/wave_cost.py the happy-path cost of one runtime wave against the simulator.
 bench: $(STAMP) registry-tools
 	if [ -z "$${NPA_SKYPILOT_BIN:-}" ] && [ -x "$(NPA_TEST_SKYPILOT_CACHE)/bin/sky" ]; then \
 	  export NPA_SKYPILOT_BIN="$(NPA_TEST_SKYPILOT_CACHE)/bin/sky"; fi; \
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/staging.py --json bench/results/staging.json
 	$(BIN)/python bench/preflight_bench.py --runs 15 --json bench/results/preflight.json
+	$(BIN)/python bench/wave_cost.py --waves 1 3 12 40 --json bench/results/wave_cost.json
 
 clean:
 	rm -rf $(VENV) .npa-demo build .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,133 @@
+"""The happy-path cost of one runtime wave, against the SkyPilot simulator and the Kubernetes double.
+
+A K-wave serial runtime run (each job PENDING, RUNNING, SUCCEEDED) is submitted
+through the real submit SDK, the real ``SkyCli`` (one simulator process per
+``sky`` call) and the real Kubernetes client against the double, on a virtual
+clock, so polls and readiness windows cost no real time. Per wave it reports:
+
+* ``sky_processes``: ``sky`` invocations that reached the simulator (each one a
+  process; a real SkyPilot CLI process costs ~2 s of start-up);
+* ``kube_requests``: requests the Kubernetes double served;
+* ``npa_cpu_s``: CPU of npa's own thread (``time.thread_time``), which excludes
+  the ``sky`` children and the double's server threads;
+* ``wall_s``: wall time per wave, of which the simulated work costs nothing.
+
+Run: ``.venv/bin/python bench/wave_cost.py [--waves 1 3 12] [--json PATH]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.integration.runs.world import make_world  # noqa: E402  # the repo's own doubles
+from tests.support.fakekube import FakeKube  # noqa: E402
+
+FINISHES = {
+    "command": "jobs.launch",
+    "action": "timeline",
+    "statuses": ["PENDING", "RUNNING", "SUCCEEDED"],
+}
+
+
+def _chain(waves: int) -> str:
+    lines = [
+        "apiVersion: npa.workflow/v0.0.1",
+        "kind: Workflow",
+        "metadata: {name: chain, executionMode: runtime}",
+        'config: {bucket: example-bucket, root_uri: "s3://example-bucket/chain"}',
+        "resources:",
+        "  default: {cloud: kubernetes, cpus: 1, memory: 1Gi}",
+        "states:",
+    ]
+    for i in range(waves):
+        lines += [f"  s{i}:", "    toolRef: workbench.rerun.report"]
+        lines.append(f"    next: s{i + 1}" if i < waves - 1 else "    terminal: true")
+    return "\n".join(lines) + "\n"
+
+
+def measure(waves: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="npa-wave-bench-") as tmp:
+        root = Path(tmp)
+        fake = FakeKube.start(root / "fakekube")
+        try:
+            world = make_world(root, fake)
+            world.faults(FINISHES)
+            spec = root / "chain.yaml"
+            spec.write_text(_chain(waves), encoding="utf-8")
+            before = len(fake.calls())
+            cpu, wall = time.thread_time(), time.perf_counter()
+            result = world.submit(spec, run_id=f"bench-{waves}")
+            cpu, wall = time.thread_time() - cpu, time.perf_counter() - wall
+            if result.status != "SUCCEEDED":
+                raise SystemExit(f"the {waves}-wave run ended {result.status}: {result.to_json()}")
+            sky = len(world.sim_calls())
+            kube = len(fake.calls()) - before
+        finally:
+            fake.stop()
+    return {
+        "waves": waves,
+        "sky_processes": sky,
+        "kube_requests": kube,
+        "npa_cpu_s": round(cpu, 4),
+        "wall_s": round(wall, 3),
+        "per_wave": {
+            "sky_processes": round(sky / waves, 2),
+            "kube_requests": round(kube / waves, 2),
+            "npa_cpu_s": round(cpu / waves, 4),
+            "wall_s": round(wall / waves, 3),
+        },
+    }
+
+
+def python_pass_s(runs: int = 9) -> float:
+    """The reference measured in the same run: the median wall time of ``python -c pass``."""
+    import statistics
+    import subprocess
+
+    samples = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--waves", type=int, nargs="+", default=[1, 3, 12])
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    reference = python_pass_s()
+    rows = [measure(k) for k in args.waves]
+    for row in rows:
+        row["per_wave"]["npa_cpu_x_python_pass"] = round(
+            row["per_wave"]["npa_cpu_s"] / reference, 2
+        )
+    print(f"reference: python -c pass = {reference * 1000:.1f} ms")
+    print(
+        f"{'waves':>5} {'sky/wave':>9} {'kube/wave':>10} {'npa cpu/wave':>13} "
+        f"{'x python -c pass':>17} {'wall/wave':>10}"
+    )
+    for row in rows:
+        p = row["per_wave"]
+        print(
+            f"{row['waves']:>5} {p['sky_processes']:>9} {p['kube_requests']:>10} "
+            f"{p['npa_cpu_s']:>12.4f}s {p['npa_cpu_x_python_pass']:>16}x {p['wall_s']:>9.3f}s"
+        )
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
