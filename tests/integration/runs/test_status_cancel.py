@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from tests.integration.runs.crash import KILLED, run_killed_after
 from tests.integration.runs.world import ROOT, World, make_world
 from tests.support.fakekube import FakeKube
 
@@ -124,3 +127,23 @@ def test_cancel_that_never_reaches_terminal_is_partial_exit_2_with_what_remains(
     report = world.cancel("c-3")
     assert (report.outcome, report.exit_code) == ("partial_cancellation", 2), report.to_json()
     assert report.remaining_job_ids == [result.job_id]
+
+
+@pytest.mark.parametrize("step", [1, 2, 3, 4], ids=["flag", "intent", "ids", "outcome"])
+def test_cancel_killed_after_its_intent_then_rerun_cancels_once(world: World, step: int) -> None:
+    """A cancel SIGKILLed after each of its journal writes (the cancel flag, the intent, the
+    exact ids, the outcome): rerunning it finishes the job off by exact id, never twice
+    by name, and the run never launches again."""
+    world.faults(PENDING_FOREVER)
+    result = world.submit(MINIMAL, run_id=f"cx-{step}")
+    assert result.job_id is not None
+    code = run_killed_after(step, lambda: world.cancel(f"cx-{step}"), world.root / "child.json")
+    assert code == KILLED
+    again = world.cancel(f"cx-{step}")
+    assert again.outcome in ("cancelled", "already_absent"), again.to_json()
+    cancels = [c for c in world.sim_calls() if c[:2] == ["jobs", "cancel"]]
+    assert cancels and all(c == ["jobs", "cancel", "--yes", str(result.job_id)] for c in cancels)
+    assert world.status(f"cx-{step}").waves[0]["sky_status"] in ("CANCELLED", "CANCELLING")
+    resumed = world.submit(MINIMAL, resume_run=f"cx-{step}")
+    assert len(world.jobs_named(f"cx-{step}")) == 1
+    assert resumed.job_id in (None, result.job_id)

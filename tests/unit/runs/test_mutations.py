@@ -1,0 +1,50 @@
+"""The table of external mutations (runs.mutations) is held to the code and the tests."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from npa_infra.runs.mutations import BOUNDARIES, Boundary, Mutation, gaps
+
+ROOT = Path(__file__).resolve().parents[3]
+SOURCE = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "npa_infra").rglob("*.py"))
+
+
+def test_every_mutation_has_exactly_one_boundary() -> None:
+    assert sorted(b.mutation for b in BOUNDARIES) == sorted(Mutation)
+
+
+@pytest.mark.parametrize(
+    "boundary", [b for b in BOUNDARIES if b.intent], ids=lambda b: b.mutation.name
+)
+def test_boundary_records_are_written_by_the_code(boundary: Boundary) -> None:
+    for name in (boundary.intent, boundary.outcome):
+        assert name is not None
+        # a journal event kind or record key is written as a string literal or a field name
+        assert re.search(rf"[\"']{re.escape(name)}[\"']|\b{re.escape(name)}\s*[:=]", SOURCE), name
+
+
+@pytest.mark.parametrize(
+    "boundary", [b for b in BOUNDARIES if b.crash_test], ids=lambda b: b.mutation.name
+)
+def test_boundary_crash_test_exists(boundary: Boundary) -> None:
+    assert boundary.crash_test is not None
+    path, _, name = boundary.crash_test.partition("::")
+    text = (ROOT / path).read_text(encoding="utf-8")
+    assert re.search(rf"^def {re.escape(name)}\(", text, re.MULTILINE), boundary.crash_test
+
+
+def test_known_gaps_are_exactly_the_boundaries_without_a_journal_or_a_crash_test() -> None:
+    """Closing a gap means filling its row; opening one must be visible here."""
+    assert set(gaps()) == {
+        Mutation.S3_SOURCE_STAGING,
+        Mutation.CONTROLLER_DOWN,
+        Mutation.PROBE_POD_CREATE,
+        Mutation.PROBE_POD_DELETE,
+        Mutation.PULUMI_UP,
+        Mutation.PULUMI_DESTROY,
+    }
+    assert all(b.note for b in BOUNDARIES if b.mutation in gaps())
