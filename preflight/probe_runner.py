@@ -38,6 +38,7 @@ from npa_infra.kube.base import PodProber
 from npa_infra.kube.models import KubeErrorKind, ProbePod
 from npa_infra.registry.models import ProbeCleanup, ProbeRecord
 from preflight import probe_pod, probe_verdict
+from preflight.probe_ledger import ProbeLedger
 from preflight.probe_paths import ProbePath
 from preflight.probe_verdict import Observation
 
@@ -129,7 +130,7 @@ def _expected_secrets(prober: PodProber, path: ProbePath) -> tuple[tuple[str, ..
 
 
 def _create(
-    prober: PodProber, job: ProbeJob, tools: Tools
+    prober: PodProber, job: ProbeJob, tools: Tools, ledger: ProbeLedger | None = None
 ) -> tuple[ProbePod | None, dict[str, Any], str]:
     requested: dict[str, Any] = {}
     for _ in range(CREATE_ATTEMPTS):
@@ -143,12 +144,20 @@ def _create(
         )
         if tools.cancel.is_set():
             return None, requested, "interrupted before the probe pod was created"
+        name = str(requested["metadata"]["name"])
+        if ledger is not None:
+            ledger.intend(job.path.namespace, name)  # durable before the create is sent
         try:
             created = prober.create_pod(job.path.namespace, requested)
         except KubeError as exc:
+            # the create may have been applied: the record stays for the next run's recover
             return None, requested, f"creating the probe pod failed: {exc.message}"
         if created is not None:
+            if ledger is not None:
+                ledger.created(created.namespace, created.name, created.uid)
             return created, requested, ""
+        if ledger is not None:  # the name was taken by a pod that is not ours
+            ledger.removed(job.path.namespace, name)
     return None, requested, f"{CREATE_ATTEMPTS} probe pod names in a row were already taken"
 
 
@@ -244,8 +253,16 @@ def _gone(prober: PodProber, namespace: str, name: str, uid: str) -> bool:
     return pod is None or pod.uid != uid
 
 
-def cleanup(prober: PodProber, namespace: str, name: str, uid: str, tools: Tools) -> ProbeCleanup:
-    """Delete the probe pod with its UID as precondition, then confirm it gone."""
+def cleanup(
+    prober: PodProber,
+    namespace: str,
+    name: str,
+    uid: str,
+    tools: Tools,
+    ledger: ProbeLedger | None = None,
+) -> ProbeCleanup:
+    """Delete the probe pod with its UID as precondition, then confirm it gone (and then
+    forget its ledger record; a pod not confirmed gone stays recorded)."""
     for attempt in range(1, DELETE_ATTEMPTS + 1):
         try:
             prober.delete_pod(namespace, name, uid)  # GONE and CONFLICT: confirmed below
@@ -254,7 +271,41 @@ def cleanup(prober: PodProber, namespace: str, name: str, uid: str, tools: Tools
             if _kind(exc) not in _TRANSIENT or attempt == DELETE_ATTEMPTS:
                 break  # still confirm: the DELETE may have been applied
             tools.sleep(0.5 * attempt)
-    return ProbeCleanup.VERIFIED if _gone(prober, namespace, name, uid) else ProbeCleanup.FAILED
+    if not _gone(prober, namespace, name, uid):
+        return ProbeCleanup.FAILED
+    if ledger is not None:
+        ledger.removed(namespace, name)
+    return ProbeCleanup.VERIFIED
+
+
+def recover(prober: PodProber, ledger: ProbeLedger, tools: Tools | None = None) -> list[str]:
+    """Carry the probe pods an earlier, killed run left through to their deletion.
+
+    A recorded pod found under its name with the recorded UID, or with the probe's
+    purpose label when the create's answer was never recorded, is deleted with its
+    UID as precondition. A 404 (or a pod that is not ours) just drops the record; a
+    failed read keeps it for the next run. Returns ``namespace/name`` of each pod the
+    records no longer hold.
+    """
+    tools = tools or Tools()
+    done: list[str] = []
+    for probe in ledger.pending():
+        try:
+            pod = prober.read_pod(probe.namespace, probe.name)
+        except KubeError:
+            continue  # unknown is not absent: keep the record
+        ours = pod is not None and (
+            pod.uid == probe.uid
+            or (probe.uid is None and pod.labels.get(probe_pod.LABEL_PURPOSE) == probe_pod.PURPOSE)
+        )
+        if pod is None or not ours:
+            ledger.removed(probe.namespace, probe.name)
+            done.append(f"{probe.namespace}/{probe.name}")
+            continue
+        state = cleanup(prober, probe.namespace, probe.name, pod.uid, tools, ledger)
+        if state is ProbeCleanup.VERIFIED:
+            done.append(f"{probe.namespace}/{probe.name}")
+    return done
 
 
 def _record(
@@ -282,6 +333,7 @@ def run_probe(
     deadline_seconds: float,
     tools: Tools | None = None,
     live: LivePods | None = None,
+    ledger: ProbeLedger | None = None,
 ) -> ProbeRecord:
     """Prove (or fail to prove) that ``job.path`` pulls ``job.digest``; the pod never outlives it.
 
@@ -297,7 +349,7 @@ def run_probe(
     expected, problem = _expected_secrets(prober, job.path)
     if expected is None:
         return _record(verdict(Observation(problem=problem)), job)
-    created, requested, problem = _create(prober, job, tools)
+    created, requested, problem = _create(prober, job, tools, ledger)
     if created is None:
         return _record(verdict(Observation(problem=problem)), job)
     live.add(created)
@@ -306,7 +358,7 @@ def run_probe(
     try:
         obs, last = _observe(prober, created, requested, expected, deadline_seconds, tools)
     finally:
-        state = cleanup(prober, created.namespace, created.name, created.uid, tools)
+        state = cleanup(prober, created.namespace, created.name, created.uid, tools, ledger)
         live.remove(created.uid)
     if not job.path.pull_secrets:
         again, _ = _expected_secrets(prober, job.path)

@@ -50,6 +50,7 @@ from npa_infra.render import tasks
 from preflight import probe_paths, probe_runner
 from preflight.images import ImagePreflightReport
 from preflight.probe_cache import ProbeCache, cache_key
+from preflight.probe_ledger import ProbeLedger
 from preflight.probe_paths import Authority, PathProblem, ProbePath
 from preflight.probe_runner import LivePods, ProbeJob, Tools
 from preflight.probe_verdict import Reason
@@ -207,6 +208,7 @@ class _Session:
         self.cache = cache
         self.tools = tools
         self.live = LivePods()
+        self.ledger: ProbeLedger | None = None  # the durable record of this context's pods
         self._namespace: str | None = None
         self._catalog_read = False
         self._gpu: gpu_catalog.GpuCatalog | None = None
@@ -273,6 +275,7 @@ class _Session:
             deadline_seconds=self.request.deadline_seconds,
             tools=self.tools,
             live=self.live,
+            ledger=self.ledger,
         )
         if self.cache is not None and key:
             self.cache.put(key, record)
@@ -290,7 +293,7 @@ class _Session:
         except KeyboardInterrupt:
             self.tools.cancel.set()
             for namespace, name, uid in self.live.snapshot():
-                probe_runner.cleanup(self.prober, namespace, name, uid, self.tools)
+                probe_runner.cleanup(self.prober, namespace, name, uid, self.tools, self.ledger)
             raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
@@ -352,6 +355,7 @@ def probe_report(
     open_prober: Opener,
     cache: ProbeCache | None = None,
     tools: Tools | None = None,
+    ledger: Callable[[str], ProbeLedger] | None = None,
 ) -> ImagePreflightReport:
     """``report`` with each registry-``ok`` Kubernetes row proven in-cluster, or marked unproven.
 
@@ -370,6 +374,9 @@ def probe_report(
     prober = open_prober(context)
     try:
         session = _Session(prober, request, cache, tools or Tools())
+        if ledger is not None:  # pods an earlier, killed run left: deleted before new ones
+            session.ledger = ledger(context)
+            probe_runner.recover(prober, session.ledger, session.tools)
         pending = []
         for index, row, kube in todo:
             paths, problems = session.paths(kube, context)
