@@ -68,9 +68,9 @@ BOUNDARIES: tuple[Boundary, ...] = (
         Mutation.S3_SOURCE_STAGING,
         intent="source",  # the planned source action, in the run's data, before staging
         outcome="source_staging",
-        crash_test=None,
-        note="an interrupted upload leaves no marker, so the next submit re-stages "
-        "(tests/integration/source/test_staging.py); no real-process kill test yet",
+        crash_test="tests/integration/runs/test_source_staging.py::"
+        "test_live_submit_killed_while_staging_then_resume_stages_and_launches_once",
+        note="the marker is written last, so an interrupted upload is re-staged",
     ),
     Boundary(
         Mutation.CONTROLLER_DOWN,
@@ -81,18 +81,17 @@ BOUNDARIES: tuple[Boundary, ...] = (
     ),
     Boundary(
         Mutation.PROBE_POD_CREATE,
-        intent=None,
-        outcome=None,
-        crash_test=None,
-        note="probe pods are labelled npa.nebius.com/purpose=image-pull-preflight and deleted "
-        "with a UID precondition, but their creation is not journaled",
+        intent="intend",  # preflight.probe_ledger: the pod's record, before the create
+        outcome="created",  # ... with the UID the API server answered
+        crash_test="tests/integration/preflight/test_probe_ledger.py::"
+        "test_probe_killed_with_its_pod_alive_next_run_deletes_it",
     ),
     Boundary(
         Mutation.PROBE_POD_DELETE,
-        intent=None,
-        outcome=None,
-        crash_test=None,
-        note="as for create",
+        intent="created",  # the record holds the UID the delete is preconditioned on
+        outcome="removed",  # dropped only once the deletion is verified
+        crash_test="tests/integration/preflight/test_probe_ledger.py::"
+        "test_probe_killed_with_its_pod_alive_next_run_deletes_it",
     ),
     Boundary(
         Mutation.PULUMI_UP,

@@ -185,3 +185,48 @@ def test_live_resume_keeps_journaled_uri_after_checkout_changed(
     _, events, _ = journal_view(world, "src-resume-1")
     resumed = [d for kind, d, _ in events if kind == "source_staging"][-1]
     assert (resumed["reason"], resumed["decision"]) == ("resumed_run", "verified")
+
+
+@pytest.mark.parametrize("when", ["before_marker", "after_marker"])
+def test_live_submit_killed_while_staging_then_resume_stages_and_launches_once(
+    world: World, s3_server: MotoS3, spec: Path, checkout: Path, when: str
+) -> None:
+    """npa SIGKILLed in the middle of staging (objects written, no marker yet) or right
+    after the marker: the resume stages or verifies the source, then launches exactly once;
+    no launch ever names source whose marker is missing."""
+    import os
+    import signal
+
+    from npa_infra.storage.s3 import BotoStore
+
+    s3_server.create_bucket(BUCKET)
+    pid = os.fork()
+    if pid == 0:  # a real npa process, killed at the chosen staging boundary
+        original = BotoStore.write_bytes
+
+        def killing(self: BotoStore, *args: object, **kwargs: object) -> None:
+            if when == "before_marker":
+                os.kill(os.getpid(), signal.SIGKILL)
+            original(self, *args, **kwargs)  # type: ignore[arg-type]
+            os.kill(os.getpid(), signal.SIGKILL)
+
+        BotoStore.write_bytes = killing  # type: ignore[method-assign,assignment]
+        try:
+            world.submit(spec, run_id="src-kill-1", source_root=checkout)
+        finally:
+            os._exit(3)  # never reached when the kill happened
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    assert world.sim_calls() == [] or not any(
+        c[:2] == ["jobs", "launch"] for c in world.sim_calls()
+    )
+    fp = tree.scan(checkout).fingerprint
+    marker = f"npa-src/npa/{fp}/.npa-source.json"
+    assert (marker in keys(s3_server)) is (when == "after_marker")
+
+    result = world.submit(spec, resume_run="src-kill-1", source_root=checkout)
+    assert result.exit_code == 0, result.to_json()
+    assert marker in keys(s3_server)
+    envs = task_yaml(world, "src-kill-1")["envs"]
+    assert isinstance(envs, dict) and envs["NPA_SRC_S3_URI"] == f"s3://{BUCKET}/npa-src/npa/{fp}/"
+    assert len([c for c in world.sim_calls() if c[:2] == ["jobs", "launch"]]) == 1

@@ -49,6 +49,9 @@ FAULTS = st.sampled_from(
         {"command": "jobs.queue", "action": "fail", "kind": "unknown"},
         {"command": "jobs.queue", "action": "garbage", "stdout": "not json"},
         {"command": "api.status", "action": "fail", "kind": "transport"},
+        # partial answers: our rows left out while other users' are listed (faults.md)
+        {"command": "jobs.queue", "action": "partial", "times": 1},
+        {"command": "jobs.queue", "action": "partial", "times": 2},
     ]
 )
 

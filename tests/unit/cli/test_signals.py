@@ -1,0 +1,78 @@
+"""SIGINT, SIGTERM and SIGHUP stop ``npa`` the same way, with 128 + the signal as exit code."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+
+# The real console entry (main.run) around a command that blocks until interrupted: a
+# stand-in for a submit waiting on its launch, whose interrupt handler writes its record.
+SCRIPT = textwrap.dedent(
+    f"""
+    import sys
+    sys.path.insert(0, {str(ROOT)!r})
+    from npa_infra.cli import main
+
+    def command():
+        try:
+            print("ready", flush=True)
+            sys.stdin.read()
+        except KeyboardInterrupt:
+            print("interrupted record written", flush=True)
+            raise SystemExit(130)  # what an InterruptedRunError exits with
+
+    main.app = command
+    main.run()
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("how", "code"),
+    [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)],
+    ids=["int", "term", "hup"],
+)
+def test_signal_stops_npa_with_a_durable_record_and_its_exit_code(
+    how: signal.Signals, code: int
+) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == "ready\n"  # the handlers are installed by now
+    proc.send_signal(how)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == code
+    assert "interrupted record written" in out
+
+
+def test_a_second_termination_signal_does_not_cut_the_cleanup_short() -> None:
+    script = SCRIPT.replace(
+        'print("interrupted record written", flush=True)',
+        'print("cleaning", flush=True); import os, signal; '
+        'os.kill(os.getpid(), signal.SIGTERM); print("interrupted record written", flush=True)',
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == "ready\n"
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 143
+    assert "interrupted record written" in out
