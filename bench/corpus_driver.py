@@ -23,7 +23,7 @@ from npa_infra.catalog.loader import select_catalog
 from npa_infra.errors import NpaError
 from npa_infra.plan.model import PlanError
 from npa_infra.plan.planner import build_plan
-from npa_infra.workflow.loading import load_validated
+from npa_infra.workflow.planning.loading import load_validated
 
 __all__ = ["main"]
 

@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT))
 
 from npa_infra.source import staging, tree  # noqa: E402  # after the sys.path line: run as a script
 from npa_infra.storage.s3 import BotoStore  # noqa: E402  # same
-from npa_infra.workflow import sourcing  # noqa: E402  # same
+from npa_infra.workflow.submission import sourcing  # noqa: E402  # same
 
 __all__ = ["main"]
 

@@ -37,7 +37,7 @@ Four families:
   ``imageID`` spellings, and every field of a pull-probe observation, for the
   overlay rule and the probe verdict's totality (kubernetes.md §9).
 - ``submit_option_fields``: ``SubmitOptions`` keyword arguments drawn from
-  ``workflow.submitflags``' table, each option at its default or at a value
+  ``workflow.submission.submitflags``' table, each option at its default or at a value
   the CLI can spell (quotes, spaces, ``=`` and leading dashes in values,
   repeatables, secret names), for the resume command's round trip.
 - ``run_outcome_evidence``: a run's planned jobs, the attempts a driver made
@@ -63,8 +63,8 @@ from npa_infra.registry.models import ProbeCleanup
 from npa_infra.runs import outcome
 from npa_infra.skypilot import drift, port
 from npa_infra.skypilot.models import CommandResult
-from npa_infra.workflow import submitflags
-from npa_infra.workflow.submitflags import Kind
+from npa_infra.workflow.submission import submitflags
+from npa_infra.workflow.submission.submitflags import Kind
 
 __all__ = [
     "SEED_SPECS",

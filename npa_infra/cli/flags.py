@@ -1,4 +1,4 @@
-"""The typer parameters of ``submit``, generated from ``workflow.submitflags``.
+"""The typer parameters of ``submit``, generated from ``workflow.submission.submitflags``.
 
 ``submit`` declares only its spec argument and ``**values``; this module
 gives it the signature typer reads: one keyword parameter per table entry
@@ -16,8 +16,8 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from npa_infra.workflow import submitflags
-from npa_infra.workflow.submitflags import Kind
+from npa_infra.workflow.submission import submitflags
+from npa_infra.workflow.submission.submitflags import Kind
 
 __all__ = ["cli_default", "submit_options"]
 

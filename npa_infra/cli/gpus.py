@@ -1,7 +1,7 @@
 """``npa workbench workflow gpus``: the GPU catalog of one exact context (cli.md §1.9).
 
 Registered on the ``workflow`` sub-app by ``npa_infra.cli.workflow``. The
-command parses its options, calls ``npa_infra.workflow.accelerators.gpus``
+command parses its options, calls ``npa_infra.workflow.planning.accelerators.gpus``
 and renders the result; the SDK and the Kubernetes adapter are imported
 inside the body so ``npa --help`` stays fast.
 """
@@ -17,7 +17,7 @@ import typer
 from npa_infra.cli import output
 
 if TYPE_CHECKING:
-    from npa_infra.workflow.accelerators import GpusReport
+    from npa_infra.workflow.planning.accelerators import GpusReport
 
 __all__ = ["gpus_cmd"]
 
@@ -49,7 +49,7 @@ def gpus_cmd(
     exceeds_per_node; the exit code is then 1 when any step would be refused at submit.
     """
     from npa_infra.errors import NpaError
-    from npa_infra.workflow import accelerators, options
+    from npa_infra.workflow.planning import accelerators, options
 
     try:
         report = accelerators.gpus(

@@ -1,7 +1,7 @@
 """``npa workbench workflow stage-src``: upload the content-addressed NPA source (cli.md §1.10).
 
 Registered on the ``workflow`` sub-app by ``npa_infra.cli.workflow``. The
-command parses its options, calls ``npa_infra.workflow.sourcing.stage_src``
+command parses its options, calls ``npa_infra.workflow.submission.sourcing.stage_src``
 and renders the result; the SDK (and boto3 through it) is imported inside
 the body so ``npa --help`` stays fast. stdout carries the URI and an
 ``export NPA_SRC_S3_URI=…`` line that ``eval "$(npa … stage-src)"`` accepts.
@@ -58,7 +58,7 @@ def stage_src_cmd(
     import shlex
 
     from npa_infra.errors import NpaError
-    from npa_infra.workflow import sourcing
+    from npa_infra.workflow.submission import sourcing
 
     try:
         result = sourcing.stage_src(

@@ -1,7 +1,7 @@
 """``npa stack preview|up|refresh|destroy|outputs``: the stack through Pulumi (cli.md §6).
 
 Each command parses its options, calls one function of ``npa_infra.stack.api``
-(``destroy``: ``npa_infra.workflow.teardown``, which adds ``--cancel-runs``)
+(``destroy``: ``npa_infra.workflow.operations.teardown``, which adds ``--cancel-runs``)
 and renders the result; exit codes live beside the results
 (``npa_infra.stack.models``). Without a ``pulumi`` binary every command exits
 3 with ``Error: pulumi CLI not found`` and the install hint. The SDK modules
@@ -252,7 +252,7 @@ def destroy_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Tear the stack down, controller first; refused while its runs are not terminal."""
-    from npa_infra.workflow import teardown
+    from npa_infra.workflow.operations import teardown
 
     request = _request(stack, backend_url, context, config_file, quiet=as_json)
     result = _call(

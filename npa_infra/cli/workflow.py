@@ -1,7 +1,7 @@
 """``npa workbench workflow …``: validate-spec, plan-spec, preflight-images, submit, stage-src, gpus.
 
 Each command parses its options, calls one function of
-``npa_infra.workflow.api`` and renders the result. The SDK is imported inside
+``npa_infra.workflow.planning.api`` and renders the result. The SDK is imported inside
 the command bodies so ``npa --help`` stays fast.
 """
 
@@ -16,10 +16,10 @@ from npa_infra.cli import flags, gpus, output, source
 
 if TYPE_CHECKING:
     from npa_infra.registry.models import CheckResult
-    from npa_infra.workflow.api import PlanReport
-    from npa_infra.workflow.live import LiveResult
-    from npa_infra.workflow.runstatus import AllStatusReport, StatusReport
-    from npa_infra.workflow.submission import SubmitReport
+    from npa_infra.workflow.execution.liverun import LiveResult
+    from npa_infra.workflow.operations.runstatus import AllStatusReport, StatusReport
+    from npa_infra.workflow.planning.api import PlanReport
+    from npa_infra.workflow.submission.pipeline import SubmitReport
 
 __all__ = ["app"]
 
@@ -94,7 +94,7 @@ def validate_spec(
     spec: SpecArg, var: VarOpt = None, catalog: CatalogOpt = None, as_json: JsonOpt = False
 ) -> None:
     """Validate a spec; report every problem with file:line:col and a hint."""
-    from npa_infra.workflow import api, options
+    from npa_infra.workflow.planning import api, options
 
     with _guard(as_json):
         report = api.validate_spec(
@@ -147,7 +147,7 @@ def plan_spec(
     as_json: JsonOpt = False,
 ) -> None:
     """Plan a spec: the flat steps (or waves) under an assumed decision."""
-    from npa_infra.workflow import api, options
+    from npa_infra.workflow.planning import api, options
 
     with _guard(as_json):
         report = api.plan_spec(
@@ -206,7 +206,7 @@ def preflight_images(
     only unproven results (unreachable, error, target_pull_unverified,
     probe_indeterminate).
     """
-    from npa_infra.workflow import api, options
+    from npa_infra.workflow.planning import api, options
 
     with _guard(as_json):
         report = api.preflight_images(
@@ -299,9 +299,10 @@ def submit(
     (printed), never a new id and never a cancel by name; 130 interrupted
     after the checkpoint was written.
     """
-    # The options are workflow.submitflags' table (cli/flags.py builds the signature).
+    # The options are workflow.submission.submitflags' table (cli/flags.py builds the signature).
     from npa_infra.errors import UsageError
-    from npa_infra.workflow import live, submission, submitflags
+    from npa_infra.workflow.execution import adapters
+    from npa_infra.workflow.submission import pipeline, submitflags
 
     output_format: str | None = values.pop("output_format")
     json_out = values.pop("as_json") or (output_format or "").lower() == "json"
@@ -313,10 +314,10 @@ def submit(
             raise UsageError(
                 f"invalid --output-format {output_format!r}", remedy="use text or json"
             )
-        opts = submission.SubmitOptions(**submitflags.fields_from_cli(values))
-        services = None if json_out else live.LiveServices(progress=output.warn)
-        report = submission.submit(spec, opts, services=services)
-    if not isinstance(report, submission.SubmitReport):
+        opts = submitflags.SubmitOptions(**submitflags.fields_from_cli(values))
+        services = None if json_out else adapters.LiveServices(progress=output.warn)
+        report = pipeline.submit(spec, opts, services=services)
+    if not isinstance(report, pipeline.SubmitReport):
         _finish_live(report, json_out)
         return
     if json_out:
@@ -391,7 +392,8 @@ def status(
     import os
 
     from npa_infra.errors import UsageError
-    from npa_infra.workflow import live, runstatus
+    from npa_infra.workflow.execution import adapters
+    from npa_infra.workflow.operations import runstatus
 
     if (run_id is None) == (not all_runs) or (stack is not None and not all_runs):
         output.fail(
@@ -399,7 +401,7 @@ def status(
             as_json=as_json,
         )
     # the adapters and clock an embedding caller (or a test) put in the root context
-    services = ctx.obj if isinstance(ctx.obj, live.LiveServices) else None
+    services = ctx.obj if isinstance(ctx.obj, adapters.LiveServices) else None
     with _guard(as_json, {"run_id": run_id}):
         for number, report in enumerate(
             runstatus.refreshes(
@@ -422,7 +424,7 @@ def status(
 
 
 def _print_report(report: "StatusReport | AllStatusReport", *, first: bool) -> None:
-    from npa_infra.workflow import runstatus
+    from npa_infra.workflow.operations import runstatus
 
     if not first:
         output.out()  # one blank line between the frames of --watch
@@ -485,7 +487,7 @@ def cancel(run_id: RunIdArg, as_json: JsonOpt = False) -> None:
     """
     import os
 
-    from npa_infra.workflow import cancellation
+    from npa_infra.workflow.operations import cancellation
 
     with _guard(as_json, {"run_id": run_id}):
         report = cancellation.cancel_run(run_id, env=os.environ)

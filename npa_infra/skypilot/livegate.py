@@ -1,7 +1,7 @@
 """The drift gate before every live action that runs ``sky`` (faults.md, drifted tools).
 
 Submit and ``--resume-run``, cancel, status when it reads the queue
-(all through ``workflow.live.open_adapters``) and the controller teardown
+(all through ``workflow.execution.adapters.open_adapters``) and the controller teardown
 (``stack.providers``) call ``enforce`` once the binary is resolved and before
 anything is journaled or run. It gathers the observations of ``drift``: the
 venv's versions (``venvmeta``: dist-info metadata, cached per binary), the

@@ -4,7 +4,7 @@
 the staged tree, and ``config.source_overlay: true`` overlays it on every
 step's image. ``decide`` then picks one of keep, reuse, stage, refuse, as one
 ordered chain of early returns (style.md rule 2); the executor
-(``staging``, ``workflow.sourcing``) does the effects.
+(``staging``, ``workflow.submission.sourcing``) does the effects.
 
 Precedence, first match wins:
 

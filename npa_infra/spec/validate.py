@@ -2,7 +2,7 @@
 
 Checks run in the reference order and every independent problem is
 reported. Token checks and plan-level checks (phase 9 and the planning
-guard) live in ``npa_infra.workflow.validation``, which needs the planner.
+guard) live in ``npa_infra.workflow.planning.loading``, which needs the planner.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ MAX_NESTING = 64
 
 def _assumed_decision(spec: Spec, c: Collector) -> None:
     # dsl.md §4.2: a bad config.plan_assume_decision is a phase-2 error; token-valued
-    # ones are checked once config resolves (workflow.loading).
+    # ones are checked once config resolves (workflow.planning.loading).
     value = spec.config.get("plan_assume_decision")
     literal = isinstance(value, str) and value.strip() and "{{" not in value
     if literal and str(value).strip() not in ALLOWED_ASSUMPTIONS:

@@ -21,7 +21,7 @@ from npa_infra.kube import kubeconfig
 from npa_infra.skypilot.isolation import IsolatedDir
 from npa_infra.stack import api
 from npa_infra.stack.models import DestroyStatus, UpStatus
-from npa_infra.workflow import stackfile
+from npa_infra.workflow.target import stackfile
 from tests.support.skysim import harness
 
 pytestmark = pytest.mark.e2e

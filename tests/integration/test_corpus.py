@@ -28,8 +28,8 @@ from npa_infra.plan.planner import build_plan
 from npa_infra.render.documents import render_plan
 from npa_infra.render.images import ImageSelection
 from npa_infra.render.tasks import RenderSettings
-from npa_infra.workflow import api
-from npa_infra.workflow.loading import ValidatedSpec, load_validated
+from npa_infra.workflow.planning import api
+from npa_infra.workflow.planning.loading import ValidatedSpec, load_validated
 
 pytestmark = pytest.mark.corpus
 

@@ -21,8 +21,9 @@ from npa_infra.errors import SpecError
 from npa_infra.plan.planner import build_plan
 from npa_infra.render.documents import render_plan
 from npa_infra.render.tasks import RenderSettings
-from npa_infra.workflow import api, submission
-from npa_infra.workflow.loading import load_validated
+from npa_infra.workflow.planning import api
+from npa_infra.workflow.planning.loading import load_validated
+from npa_infra.workflow.submission import pipeline, submitflags
 
 REPO = Path(__file__).resolve().parents[2]
 MAIN = REPO / "workflows" / "main"
@@ -93,14 +94,14 @@ def test_reference_workflow_validate_spec_sdk_reports_valid(path: Path) -> None:
 
 def test_submit_plan_only_main_sim2real_writes_parseable_yaml(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    options = submission.SubmitOptions(
+    options = submitflags.SubmitOptions(
         run_id="sim2real-ref",
         plan_only=True,
         render_dir=tmp_path / "rendered",
         preflight_images=False,  # offline: the registry check has its own tests
     )
 
-    report = submission.submit(MAIN / "sim2real.yaml", options, env={"NPA_HOME": str(home)})
+    report = pipeline.submit(MAIN / "sim2real.yaml", options, env={"NPA_HOME": str(home)})
 
     assert report.to_json()["status"] == "PLANNED"
     assert report.yaml_paths
@@ -121,24 +122,24 @@ def test_submit_plan_only_main_sim2real_with_environment_catalog(tmp_path: Path)
     env = {"NPA_HOME": str(tmp_path / "home")}
     if os.environ.get("NPA_TOOL_CATALOG"):
         env["NPA_TOOL_CATALOG"] = os.environ["NPA_TOOL_CATALOG"]
-    options = submission.SubmitOptions(
+    options = submitflags.SubmitOptions(
         plan_only=True, render_dir=tmp_path / "rendered", preflight_images=False
     )
 
-    report = submission.submit(MAIN / "sim2real.yaml", options, env=env)
+    report = pipeline.submit(MAIN / "sim2real.yaml", options, env=env)
 
     assert report.yaml_paths
 
 
 def test_submit_plan_only_raw_task_substitutes_var(tmp_path: Path) -> None:
-    options = submission.SubmitOptions(
+    options = submitflags.SubmitOptions(
         run_id="raw-ref",
         plan_only=True,
         variables={"MESSAGE": "hello"},
         render_dir=tmp_path / "rendered",
     )
 
-    report = submission.submit(RAW, options, env={"NPA_HOME": str(tmp_path / "home")})
+    report = pipeline.submit(RAW, options, env={"NPA_HOME": str(tmp_path / "home")})
 
     (path,) = report.yaml_paths
     (doc,) = yaml.safe_load_all(Path(path).read_text(encoding="utf-8"))
@@ -148,10 +149,10 @@ def test_submit_plan_only_raw_task_substitutes_var(tmp_path: Path) -> None:
 
 
 def test_submit_plan_only_raw_task_without_var_located_issues(tmp_path: Path) -> None:
-    options = submission.SubmitOptions(plan_only=True, render_dir=tmp_path / "rendered")
+    options = submitflags.SubmitOptions(plan_only=True, render_dir=tmp_path / "rendered")
 
     with pytest.raises(SpecError) as info:
-        submission.submit(RAW, options, env={"NPA_HOME": str(tmp_path / "home")})
+        pipeline.submit(RAW, options, env={"NPA_HOME": str(tmp_path / "home")})
 
     assert info.value.issues
     assert all("MESSAGE" in i.message and i.line > 0 for i in info.value.issues)

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from npa_infra.cli.main import app
 from npa_infra.skypilot import verify
 from npa_infra.skypilot.status import ApiServerState, StatusReport
-from npa_infra.workflow import accelerators
+from npa_infra.workflow.planning import accelerators
 from tests.support.fakecluster import FakeClock
 from tests.support.fakekube import FakeKube
 

@@ -18,7 +18,7 @@ import pytest
 from npa_infra.registry import credentials, reference
 from npa_infra.registry.client import RegistryClient
 from npa_infra.registry.models import LINUX_AMD64, CheckStatus, ImageRef
-from npa_infra.workflow import api
+from npa_infra.workflow.planning import api
 from preflight import images as preflight_images
 from preflight.images import ImagePreflightReport
 from preflight.targets import ImageTarget

@@ -22,7 +22,8 @@ from npa_infra.registry import credentials, reference
 from npa_infra.registry.classify import BASIC_DETAIL
 from npa_infra.registry.client import RegistryClient
 from npa_infra.registry.models import LINUX_AMD64, CheckStatus, ImageRef, ManifestCheck
-from npa_infra.workflow import api, submission
+from npa_infra.workflow.planning import api
+from npa_infra.workflow.submission import pipeline, submitflags
 from preflight import images as preflight_images
 from preflight.targets import ImageTarget
 from tests.support.registry.faults import FaultProxy
@@ -492,7 +493,7 @@ def test_sdk_submit_plan_only_renders_the_resolved_digest(
 ) -> None:
     app = registry_plain.push("public/app", "v1")
     tool = registry_plain.push("public/tool", "v1")
-    options = submission.SubmitOptions(
+    options = submitflags.SubmitOptions(
         run_id="pinned-1",
         plan_only=True,
         assume_decision="loop_back",
@@ -501,11 +502,11 @@ def test_sdk_submit_plan_only_renders_the_resolved_digest(
     )
 
     with _client(registry_plain) as client:
-        report = submission.submit(
+        report = pipeline.submit(
             spec_on, options, env={"NPA_HOME": str(tmp_path / "home")}, registry_client=client
         )
 
-    assert isinstance(report, submission.SubmitReport)
+    assert isinstance(report, pipeline.SubmitReport)
     assert report.exit_code == 0
     payload = report.to_json()
     # plan-only creates no pull-probe pod: the rows are unproven, the digests still pinned

@@ -26,7 +26,9 @@ from npa_infra.kube.probe import ProbeApi
 from npa_infra.registry import contract
 from npa_infra.registry.models import CheckStatus, ManifestCheck, ProbeCleanup, ProbeVerdict
 from npa_infra.testing.registry import FakeRegistry, fake_digest
-from npa_infra.workflow import api, live, submission
+from npa_infra.workflow.planning import api
+from npa_infra.workflow.submission import pipeline, submitflags
+from npa_infra.workflow.supervision import runner
 from preflight import probe_pod, probe_runner
 from preflight.probe_paths import Placement, ProbePath
 from preflight.probe_runner import ProbeJob, Tools
@@ -479,17 +481,15 @@ def test_sdk_submit_cleanup_failure_blocks_the_launch_and_leaves_the_pod(
     cluster: FakeKube, spec: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     launched: list[object] = []
-    monkeypatch.setattr(live, "execute", lambda *a, **k: launched.append(a))
+    monkeypatch.setattr(runner, "execute", lambda *a, **k: launched.append(a))
     cluster.fail_next("DELETE", "/pods/", 500, times=3)
-    options = submission.SubmitOptions(
+    options = submitflags.SubmitOptions(
         run_id="blocked-1", infra="k8s/fake-a", resolve_accelerators=False, no_stage_src=True
     )
 
     kubelet = _any_probe_pod(cluster, _succeed)
     with pytest.raises(PreflightError) as info:
-        submission.submit(
-            spec, options, env=_env(cluster, tmp_path), registry_client=FakeRegistry()
-        )
+        pipeline.submit(spec, options, env=_env(cluster, tmp_path), registry_client=FakeRegistry())
     kubelet.join()
 
     assert launched == []
@@ -506,11 +506,11 @@ def test_sdk_submit_registry_failure_refuses_before_any_probe_pod(
     cluster: FakeKube, spec: Path, tmp_path: Path
 ) -> None:
     registry = FakeRegistry({TAG: ManifestCheck(CheckStatus.NOT_FOUND, "404", "push it", 404)})
-    options = submission.SubmitOptions(
+    options = submitflags.SubmitOptions(
         run_id="nf-1", infra="k8s/fake-a", resolve_accelerators=False
     )
 
     with pytest.raises(PreflightError):
-        submission.submit(spec, options, env=_env(cluster, tmp_path), registry_client=registry)
+        pipeline.submit(spec, options, env=_env(cluster, tmp_path), registry_client=registry)
 
     assert cluster.calls("POST", "/pods$") == []

@@ -3,7 +3,7 @@
 ``settings(**extra)`` sets supervision options that ``submit`` does not take
 as ``SubmitOptions`` fields (``heartbeat_seconds``, ``stale_after_seconds``)
 by adding them to the ``LiveRequest.extra`` that ``submit`` hands to
-``live.execute``, exactly where the submit options land.
+``runner.execute``, exactly where the submit options land.
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from npa_infra.journal.store import Journal
-from npa_infra.workflow import live, submission
+from npa_infra.workflow.execution import adapters, liverun
+from npa_infra.workflow.submission import pipeline
+from npa_infra.workflow.supervision import runner
 from tests.integration.runs.world import World
 
 __all__ = ["events", "run", "settings", "single_wave_spec"]
@@ -56,21 +58,21 @@ def single_wave_spec(
 @contextlib.contextmanager
 def settings(**extra: Any) -> Iterator[None]:
     """Add ``extra`` to every ``LiveRequest`` that ``submit`` executes while active."""
-    original = live.execute
+    original = runner.execute
 
     def execute(
-        request: live.LiveRequest,
+        request: liverun.LiveRequest,
         env: Mapping[str, str],
-        services: live.LiveServices | None = None,
-    ) -> live.LiveResult:
+        services: adapters.LiveServices | None = None,
+    ) -> liverun.LiveResult:
         request = dataclasses.replace(request, extra={**request.extra, **extra})
         return original(request, env, services)
 
-    live.execute = execute  # restored below
+    runner.execute = execute  # restored below
     try:
         yield
     finally:
-        live.execute = original
+        runner.execute = original
 
 
 def run(
@@ -80,11 +82,11 @@ def run(
     progress: Callable[[str], None] | None = None,
     store: Callable[[], Any] | None = None,
     **options: Any,
-) -> live.LiveResult:
+) -> liverun.LiveResult:
     """``submit`` through the world, with a progress callback and an object store when given."""
     services = dataclasses.replace(world.services(), progress=progress, store=store)
-    result = submission.submit(spec, world.options(**options), env=world.env, services=services)
-    assert isinstance(result, live.LiveResult)
+    result = pipeline.submit(spec, world.options(**options), env=world.env, services=services)
+    assert isinstance(result, liverun.LiveResult)
     return result
 
 

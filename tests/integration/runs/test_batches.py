@@ -12,7 +12,7 @@ import itertools
 from pathlib import Path
 
 from npa_infra.storage.s3 import BotoStore
-from npa_infra.workflow import submission
+from npa_infra.workflow.submission import pipeline
 from tests.integration.runs import supervised
 from tests.integration.runs.world import World
 from tests.support.motoserver import MotoS3
@@ -35,8 +35,8 @@ def _spec(directory: Path, *, outputs: bool = False) -> Path:
 
 
 def _rendered(world: World, spec: Path, run_id: str) -> list[str]:
-    report = submission.submit(spec, world.options(run_id=run_id, plan_only=True), env=world.env)
-    assert isinstance(report, submission.SubmitReport)
+    report = pipeline.submit(spec, world.options(run_id=run_id, plan_only=True), env=world.env)
+    assert isinstance(report, pipeline.SubmitReport)
     return [job.job_name for job in report.jobs]
 
 

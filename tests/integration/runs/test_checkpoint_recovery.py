@@ -10,7 +10,7 @@ import yaml
 
 from npa_infra.runs import checkpoints
 from npa_infra.storage.s3 import BotoStore
-from npa_infra.workflow.live import LiveResult
+from npa_infra.workflow.execution.liverun import LiveResult
 from tests.integration.runs import supervised
 from tests.integration.runs.world import World, make_world
 from tests.support.fakekube import FakeKube

@@ -10,7 +10,7 @@ import pytest
 from npa_infra.errors import LaunchFailedError, UncertainOutcomeError
 from npa_infra.journal.store import Journal
 from npa_infra.storage.s3 import BotoStore
-from npa_infra.workflow import completion
+from npa_infra.workflow.supervision import completion
 from tests.support.motoserver import MotoS3
 from tests.unit.journal import a_run, a_wave, an_attempt
 

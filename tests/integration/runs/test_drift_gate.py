@@ -20,7 +20,9 @@ from typer.testing import CliRunner
 
 from npa_infra.cli.main import app
 from npa_infra.errors import SkyPilotDriftError
-from npa_infra.workflow import cancellation, live, runstatus, submission
+from npa_infra.workflow.execution import adapters, liverun
+from npa_infra.workflow.operations import cancellation, runstatus
+from npa_infra.workflow.submission import pipeline
 from tests.integration.runs.world import ROOT, SIM_PORT, World
 from tests.support import skyvenv
 
@@ -42,9 +44,9 @@ class Venv:
         }
 
 
-def _services(world: World) -> live.LiveServices:
+def _services(world: World) -> adapters.LiveServices:
     """The world's clock and state directory, with the real SkyCli over the resolved binary."""
-    return live.LiveServices(clock=world.clock.clock(), isolated_dir=world.isolated.root)
+    return adapters.LiveServices(clock=world.clock.clock(), isolated_dir=world.isolated.root)
 
 
 def _venv(world: World, versions: dict[str, str | None]) -> Venv:
@@ -56,11 +58,11 @@ def _launches(world: World) -> list[list[str]]:
     return [c for c in world.sim_calls() if c[:2] == ["jobs", "launch"]]
 
 
-def _submit(world: World, venv: Venv, run_id: str) -> live.LiveResult:
-    result = submission.submit(
+def _submit(world: World, venv: Venv, run_id: str) -> liverun.LiveResult:
+    result = pipeline.submit(
         MINIMAL, world.options(run_id=run_id), env=venv.env(world), services=_services(world)
     )
-    assert isinstance(result, live.LiveResult)
+    assert isinstance(result, liverun.LiveResult)
     return result
 
 
@@ -159,10 +161,10 @@ def test_submit_iam_token_warns_in_json_and_on_stderr_never_the_value(world: Wor
     world.env["NEBIUS_IAM_TOKEN"] = CANARY
     lines: list[str] = []
     services = dataclasses.replace(world.services(), progress=lines.append)
-    result = submission.submit(
+    result = pipeline.submit(
         MINIMAL, world.options(run_id="tok-1"), env=world.env, services=services
     )
-    assert isinstance(result, live.LiveResult) and result.exit_code == 0, result.to_json()
+    assert isinstance(result, liverun.LiveResult) and result.exit_code == 0, result.to_json()
     payload = result.to_json()
     assert [w["reason"] for w in payload["warnings"]] == ["stale_iam_token"]
     assert payload["warnings"][0]["remedy"] == "unset NEBIUS_IAM_TOKEN NPA_NEBIUS_IAM_TOKEN"

@@ -25,7 +25,7 @@ from npa_infra import signals
 from npa_infra.errors import NpaError, RunLockedError, RunStateError
 from npa_infra.runs.children import ChildState
 from npa_infra.skypilot import children
-from npa_infra.workflow import cancellation
+from npa_infra.workflow.operations import cancellation
 from tests.integration.runs.world import ROOT, World
 
 MINIMAL = ROOT / "workflows/testing/minimal.yaml"
@@ -147,10 +147,10 @@ def test_resume_waits_for_a_launch_child_that_outlived_npa(world: World) -> None
     outcome: dict[str, object] = {}
 
     def resume() -> None:
-        from npa_infra.workflow import submission
+        from npa_infra.workflow.submission import pipeline
 
         try:
-            outcome["result"] = submission.submit(
+            outcome["result"] = pipeline.submit(
                 MINIMAL,
                 world.options(resume_run="orphan-1"),
                 env=world.env,

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from npa_infra.storage.s3 import BotoStore
-from npa_infra.workflow.live import LiveResult
+from npa_infra.workflow.execution.liverun import LiveResult
 from tests.integration.runs.world import ROOT, World
 from tests.support.motoserver import MotoS3
 
@@ -31,10 +31,10 @@ def _submit(world: World, s3: MotoS3, run_id: str | None, **kw: object) -> LiveR
     services = world.services()
     from dataclasses import replace
 
-    from npa_infra.workflow import submission
+    from npa_infra.workflow.submission import pipeline
 
     options = world.options(run_id=run_id, **kw)
-    result = submission.submit(
+    result = pipeline.submit(
         RUNTIME,
         options,
         env=world.env,

@@ -17,8 +17,8 @@ from npa_infra.kube.sharedpods import SharedPods
 from npa_infra.runs import supervision
 from npa_infra.skypilot.sharedqueue import SharedQueue
 from npa_infra.skypilot.skycli import SkyCli
-from npa_infra.workflow import watch
-from npa_infra.workflow.watch import WatchResult
+from npa_infra.workflow.supervision import watch
+from npa_infra.workflow.supervision.watch import WatchResult
 from tests.integration.runs.test_status_all import AUTH_POD, PENDING_FOREVER
 from tests.integration.runs.world import CONTEXT, ROOT, World, make_world
 from tests.support.fakekube import FakeKube

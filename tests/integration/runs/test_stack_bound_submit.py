@@ -30,7 +30,8 @@ from npa_infra.stack.providers import ControllerProvider, SourcePrefixProvider
 from npa_infra.stack.runner import RunnerSettings, StackRunner
 from npa_infra.storage.s3 import BotoStore
 from npa_infra.testing.pulumi import Replay, ReplayPulumiCommand
-from npa_infra.workflow import live, submission
+from npa_infra.workflow.execution import liverun
+from npa_infra.workflow.submission import pipeline
 from tests.integration.runs.world import CONTEXT, ROOT, World
 from tests.support.fakekube import FakeKube
 from tests.support.motoserver import MotoS3
@@ -133,7 +134,7 @@ def stack(world: World, fake_kube: FakeKube, s3_server: MotoS3, tmp_path: Path) 
     return Stack(project, checkout, outputs, command, config_bytes)
 
 
-def _submit(world: World, stack: Stack, spec: Path, **overrides: Any) -> live.LiveResult:
+def _submit(world: World, stack: Stack, spec: Path, **overrides: Any) -> liverun.LiveResult:
     values: dict[str, Any] = {
         "stack": "dev",
         "infra": None,
@@ -142,8 +143,8 @@ def _submit(world: World, stack: Stack, spec: Path, **overrides: Any) -> live.Li
     }
     values.update(overrides)
     services = dataclasses.replace(world.services(), stack_engine=stack.engine)
-    result = submission.submit(spec, world.options(**values), env=world.env, services=services)
-    assert isinstance(result, live.LiveResult)
+    result = pipeline.submit(spec, world.options(**values), env=world.env, services=services)
+    assert isinstance(result, liverun.LiveResult)
     return result
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from npa_infra.workflow import runstatus
+from npa_infra.workflow.operations import runstatus
 from tests.integration.runs.test_runtime import FINISHES, _submit
 from tests.integration.runs.world import ROOT, World, make_world
 from tests.support.fakekube import FakeKube

@@ -17,8 +17,10 @@ from typing import Any
 from npa_infra.skypilot.isolation import IsolatedDir
 from npa_infra.skypilot.runner import Runner
 from npa_infra.skypilot.skycli import SkyCli
-from npa_infra.workflow import cancellation, live, runstatus, submission
-from npa_infra.workflow.launcher import Clock
+from npa_infra.workflow.execution import adapters, liverun
+from npa_infra.workflow.execution.launcher import Clock
+from npa_infra.workflow.operations import cancellation, runstatus
+from npa_infra.workflow.submission import pipeline, submitflags
 from tests.support.fakekube import FakeKube
 from tests.support.skysim import harness
 from tests.support.skysim.kubepods import kube_env
@@ -72,13 +74,15 @@ class World:
     def faults(self, *rules: dict[str, Any]) -> None:
         harness.write_faults(Path(self.env["SKYSIM_FAULTS"]), list(rules))
 
-    def services(self) -> live.LiveServices:
+    def services(self) -> adapters.LiveServices:
         def sky(isolated: IsolatedDir, env: Mapping[str, str]) -> SkyCli:
             return SkyCli(self.sky_bin, isolated, env, runner=self.runner, check_ports=False)
 
-        return live.LiveServices(sky=sky, clock=self.clock.clock(), isolated_dir=self.isolated.root)
+        return adapters.LiveServices(
+            sky=sky, clock=self.clock.clock(), isolated_dir=self.isolated.root
+        )
 
-    def options(self, **overrides: Any) -> submission.SubmitOptions:
+    def options(self, **overrides: Any) -> submitflags.SubmitOptions:
         values: dict[str, Any] = {
             "infra": f"k8s/{CONTEXT}",
             "project_root": ROOT,
@@ -87,13 +91,13 @@ class World:
             "preflight_images": False,  # registry checks have their own tests (tests/integration/preflight)
         }
         values.update(overrides)
-        return submission.SubmitOptions(**values)
+        return submitflags.SubmitOptions(**values)
 
-    def submit(self, spec: Path | str, **overrides: Any) -> live.LiveResult:
-        result = submission.submit(
+    def submit(self, spec: Path | str, **overrides: Any) -> liverun.LiveResult:
+        result = pipeline.submit(
             Path(spec), self.options(**overrides), env=self.env, services=self.services()
         )
-        assert isinstance(result, live.LiveResult)
+        assert isinstance(result, liverun.LiveResult)
         return result
 
     def status(self, run_id: str, *, cached: bool = False) -> runstatus.StatusReport:

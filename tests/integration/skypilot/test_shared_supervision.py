@@ -17,8 +17,8 @@ import pytest
 from npa_infra.runs import supervision
 from npa_infra.skypilot.sharedqueue import SharedQueue
 from npa_infra.skypilot.skycli import SkyCli
-from npa_infra.workflow import watch
-from npa_infra.workflow.watch import WatchResult
+from npa_infra.workflow.supervision import watch
+from npa_infra.workflow.supervision.watch import WatchResult
 from tests.integration.skypilot.simenv import Sim, make_sim
 from tests.support.lockstep import Lockstep, RecordingJournal, supervise_together
 

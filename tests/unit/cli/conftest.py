@@ -14,7 +14,7 @@ import pytest
 
 from npa_infra.testing.kube import FakePodProber
 from npa_infra.testing.registry import FakeRegistry
-from npa_infra.workflow import imagecheck, pullcheck
+from npa_infra.workflow.planning import imagecheck, pullcheck
 
 
 class CliFakeRegistry(FakeRegistry):

@@ -1,7 +1,7 @@
 """``npa workbench workflow gpus`` and the submit-time GPU remap, through the real typer app.
 
 The Kubernetes side is a ``FakeCluster`` installed as
-``npa_infra.workflow.accelerators.open_cluster``; every case asserts the
+``npa_infra.workflow.planning.accelerators.open_cluster``; every case asserts the
 exit code, parses stdout as JSON where promised, and reads stderr
 separately (style.md rule 18).
 """
@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from npa_infra.cli.main import app
 from npa_infra.kube.base import KubeCluster
 from npa_infra.kube.models import KubeErrorKind, Taint
-from npa_infra.workflow import accelerators
+from npa_infra.workflow.planning import accelerators
 from tests.support.fakecluster import FakeCluster, gpu_node, kube_error
 
 GFD = "nvidia.com/gpu.product"

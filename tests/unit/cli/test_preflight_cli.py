@@ -22,7 +22,7 @@ from npa_infra.cli.main import app
 from npa_infra.registry.models import CheckStatus, ManifestCheck
 from npa_infra.testing import kube as fakekube
 from npa_infra.testing.registry import FakeRegistry, fake_digest
-from npa_infra.workflow import live
+from npa_infra.workflow.supervision import runner
 from tests.unit.cli.conftest import CliFakeProber
 
 REPO = Path(__file__).resolve().parents[3]
@@ -294,9 +294,9 @@ def test_submit_live_failing_image_refused_before_launch_exit_1(
     json_out: bool,
 ) -> None:
     def never(*args: object, **kwargs: object) -> None:
-        raise AssertionError("live.execute must not run after a failed preflight")
+        raise AssertionError("runner.execute must not run after a failed preflight")
 
-    monkeypatch.setattr(live, "execute", never)
+    monkeypatch.setattr(runner, "execute", never)
     fake_registry.answers[VIEWER] = ManifestCheck(status, "why", "what next", 404)
 
     result = npa(
@@ -386,9 +386,9 @@ def test_submit_live_probe_incompatible_refused_before_launch_exit_1(
     npa: Invoke, fake_prober: CliFakeProber, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def never(*args: object, **kwargs: object) -> None:
-        raise AssertionError("live.execute must not run after a failed pull probe")
+        raise AssertionError("runner.execute must not run after a failed pull probe")
 
-    monkeypatch.setattr(live, "execute", never)
+    monkeypatch.setattr(runner, "execute", never)
     fake_prober.kubelet = fakekube.fail(1, "npa-probe: sshd is missing")
 
     result = npa(

@@ -38,7 +38,7 @@ _SDK_CHILD = textwrap.dedent(
     """\
     import json, sys
     from pathlib import Path
-    from npa_infra.workflow import api
+    from npa_infra.workflow.planning import api
     report, heavy, spec = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
     api.validate_spec(Path(spec), env={})
     api.plan_spec(Path(spec), with_waves=True, env={})

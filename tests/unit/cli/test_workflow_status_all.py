@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from npa_infra.cli.main import app
-from npa_infra.workflow import runstatus
+from npa_infra.workflow.operations import runstatus
 
 
 def _invoke(*args: str) -> tuple[int, str, str]:

@@ -17,7 +17,7 @@ from npa_infra.plan.model import Plan, PlanError
 from npa_infra.spec import parse
 from npa_infra.spec.model import Spec
 from npa_infra.spec.source import LoadedDocument, load_text
-from npa_infra.workflow.loading import load_validated
+from npa_infra.workflow.planning.loading import load_validated
 
 REPO = Path(__file__).resolve().parents[3]
 TESTING = REPO / "workflows" / "testing"

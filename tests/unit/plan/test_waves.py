@@ -10,7 +10,7 @@ import pytest
 from npa_infra.catalog.builtin import BUILTIN
 from npa_infra.plan import planner, waves
 from npa_infra.plan.model import Plan, PlanStep, Wave
-from npa_infra.workflow.loading import load_validated
+from npa_infra.workflow.planning.loading import load_validated
 
 REPO = Path(__file__).resolve().parents[3]
 

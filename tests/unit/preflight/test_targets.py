@@ -10,7 +10,7 @@ import pytest
 from npa_infra.catalog import images as pins
 from npa_infra.catalog.builtin import BUILTIN
 from npa_infra.render.images import ImageSelection
-from npa_infra.workflow import loading
+from npa_infra.workflow.planning import loading
 from preflight import targets
 
 REG = "registry.example.com/team"

@@ -14,7 +14,7 @@ from npa_infra.render.documents import render_plan, with_envs
 from npa_infra.render.tasks import RenderSettings
 from npa_infra.runs import checkpoints
 from npa_infra.runs.checkpoints import Declaration, Found, Reason, ResumeMode, decide
-from npa_infra.workflow.loading import load_validated
+from npa_infra.workflow.planning.loading import load_validated
 
 URI = "s3://bucket/run/ckpt/"
 DECLARED = Declaration("train", URI, "torch-dcp/v1")

@@ -99,7 +99,7 @@ EXCLUDED_SUFFIX = ["pkg/mod.pyc", "pkg/mod.pyo", "pkg/ext.pyd", "pkg/ext.so", "r
 
 KEPT = [
     "README.md",
-    "npa_infra/workflow/credentials.py",
+    "npa_infra/workflow/target/credentials.py",
     "npa_infra/kube/kubeconfig.py",
     "tests/unit/kube/test_kubeconfig.py",
     "docs/keys.md",

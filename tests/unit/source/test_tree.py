@@ -199,6 +199,6 @@ def test_scan_own_checkout_keeps_every_python_module() -> None:
     paths = {f.path for f in scanned.files}
 
     assert "npa_infra/kube/kubeconfig.py" in paths
-    assert "npa_infra/workflow/credentials.py" in paths
+    assert "npa_infra/workflow/target/credentials.py" in paths
     assert "npa_infra/source/fingerprint.py" in paths
     assert not any(p.endswith((".pem", ".key")) for p in paths)

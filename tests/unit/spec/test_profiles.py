@@ -6,7 +6,7 @@ import pytest
 
 from npa_infra.catalog.builtin import BUILTIN
 from npa_infra.errors import SpecError
-from npa_infra.workflow.loading import load_validated
+from npa_infra.workflow.planning.loading import load_validated
 
 SPEC = """\
 apiVersion: npa.workflow/v0.0.1

@@ -23,8 +23,8 @@ from npa_infra.errors import SpecError
 from npa_infra.plan import planner, waves
 from npa_infra.spec import tokens
 from npa_infra.spec.issues import SpecIssue
-from npa_infra.workflow.fingerprint import plan_fingerprint
-from npa_infra.workflow.loading import ValidatedSpec, load_validated
+from npa_infra.workflow.planning.fingerprint import plan_fingerprint
+from npa_infra.workflow.planning.loading import ValidatedSpec, load_validated
 from tests.strategies import (
     SEED_SPECS,
     mutated_spec_bytes,

@@ -19,7 +19,7 @@ from npa_infra.errors import SpecError
 from npa_infra.plan import planner
 from npa_infra.spec.issues import SpecIssue
 from npa_infra.spec.model import ExecutionMode
-from npa_infra.workflow.loading import ValidatedSpec, load_validated
+from npa_infra.workflow.planning.loading import ValidatedSpec, load_validated
 
 REPO = Path(__file__).resolve().parents[3]
 TESTING = REPO / "workflows" / "testing"

@@ -19,7 +19,8 @@ from npa_infra.stack import api
 from npa_infra.stack.models import DestroyStatus, UpStatus
 from npa_infra.stack.runner import RunnerSettings, StackRunner
 from npa_infra.testing.pulumi import Replay, ReplayPulumiCommand, load_events
-from npa_infra.workflow import stackfile, teardown
+from npa_infra.workflow.operations import teardown
+from npa_infra.workflow.target import stackfile
 from tests.support.stackjournal import journal_run
 
 REPO = Path(__file__).resolve().parents[3]

@@ -12,7 +12,7 @@ from npa_infra.gpus.resolve import Verdict
 from npa_infra.kube.base import KubeCluster
 from npa_infra.kube.models import KubeErrorKind
 from npa_infra.plan.model import Plan, PlanStep
-from npa_infra.workflow import accelerators
+from npa_infra.workflow.planning import accelerators
 from tests.support.fakecluster import FakeCluster, gpu_node, kube_error
 
 GFD = "nvidia.com/gpu.product"

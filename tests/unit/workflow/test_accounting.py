@@ -21,7 +21,7 @@ from npa_infra.runs.lifecycle import RunStatus
 from npa_infra.runs.models import LaunchState, TransactionRecord
 from npa_infra.runs.outcome import AttemptResult, Reason
 from npa_infra.runs.transaction import begin
-from npa_infra.workflow import accounting
+from npa_infra.workflow.supervision import accounting
 
 COMMAND = "npa workbench workflow submit spec.yaml --resume-run r1"
 

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from npa_infra.cli.main import app
 from npa_infra.errors import ConfigError, MissingSecretError
-from npa_infra.workflow import credentials
+from npa_infra.workflow.target import credentials
 
 CANARY = "canary-value-5b1e77"
 REPO = Path(__file__).resolve().parents[3]

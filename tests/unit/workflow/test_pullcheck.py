@@ -12,8 +12,11 @@ from npa_infra.kube.models import KubeErrorKind
 from npa_infra.testing import kube as fakes
 from npa_infra.testing.kube import FakePodProber
 from npa_infra.testing.registry import FakeRegistry
-from npa_infra.workflow import live, pullcheck, submission, submitflags
-from npa_infra.workflow.stackfile import StackSettings
+from npa_infra.workflow.planning import pullcheck
+from npa_infra.workflow.submission import pipeline, submitflags
+from npa_infra.workflow.supervision import runner
+from npa_infra.workflow.target import stackbinding
+from npa_infra.workflow.target.stackfile import StackSettings
 
 REPO = Path(__file__).resolve().parents[3]
 LOOP_DECISION = REPO / "workflows" / "testing" / "loop-decision.yaml"
@@ -53,7 +56,7 @@ def test_submit_options_stack_context_and_the_config_a_live_submit_writes() -> N
     assert options.sky_config is not None
     assert options.sky_config["kubernetes"]["pod_config"] == STACK.controller_pod_config
     assert options.sky_config["kubernetes"]["allowed_contexts"] == ["stack-ctx"]
-    assert live.controller_settings(STACK).pod_config == STACK.controller_pod_config
+    assert stackbinding.controller_settings(STACK).pod_config == STACK.controller_pod_config
 
 
 def test_submit_options_no_context_anywhere() -> None:
@@ -61,7 +64,7 @@ def test_submit_options_no_context_anywhere() -> None:
     assert (options.context, options.infra, options.sky_config) == (None, None, {})
 
 
-def _options(tmp_path: Path, **kw: Any) -> submission.SubmitOptions:
+def _options(tmp_path: Path, **kw: Any) -> submitflags.SubmitOptions:
     values: dict[str, Any] = {
         "run_id": "pc-1",
         "assume_decision": "loop_back",
@@ -70,17 +73,17 @@ def _options(tmp_path: Path, **kw: Any) -> submission.SubmitOptions:
         "render_dir": tmp_path / "out",
     }
     values.update(kw)
-    return submission.SubmitOptions(**values)
+    return submitflags.SubmitOptions(**values)
 
 
 def test_submit_live_uses_the_global_pull_secret_of_the_generated_config(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(live, "execute", lambda *a, **k: "launched")
-    monkeypatch.setattr(submission, "_stack_settings", lambda options, env, services=None: STACK)
+    monkeypatch.setattr(runner, "execute", lambda *a, **k: "launched")
+    monkeypatch.setattr(pipeline, "_stack_settings", lambda options, env, services=None: STACK)
     fake = FakePodProber("stack-ctx", service_accounts={"skypilot-service-account": ("sa",)})
 
-    result = submission.submit(
+    result = pipeline.submit(
         LOOP_DECISION,
         _options(tmp_path, infra=None, stack="dev"),
         env={"NPA_HOME": str(tmp_path / "home")},
@@ -98,12 +101,12 @@ def test_submit_live_probe_cleanup_failure_blocks_the_launch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     launched: list[object] = []
-    monkeypatch.setattr(live, "execute", lambda *a, **k: launched.append(a))
+    monkeypatch.setattr(runner, "execute", lambda *a, **k: launched.append(a))
     fake = FakePodProber("ctx")
     fake.faults["delete"] = [fakes.kube_error(KubeErrorKind.FORBIDDEN)] * 3
 
     with pytest.raises(PreflightError) as info:
-        submission.submit(
+        pipeline.submit(
             LOOP_DECISION,
             _options(tmp_path),
             env={"NPA_HOME": str(tmp_path / "home")},
@@ -120,12 +123,12 @@ def test_submit_live_probe_cleanup_failure_blocks_the_launch(
 def test_submit_no_preflight_images_never_probes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(live, "execute", lambda *a, **k: "launched")
+    monkeypatch.setattr(runner, "execute", lambda *a, **k: "launched")
 
     def never(context: str) -> FakePodProber:
         raise AssertionError("--no-preflight-images skips the pull probe")
 
-    result = submission.submit(
+    result = pipeline.submit(
         LOOP_DECISION,
         _options(tmp_path, preflight_images=False),
         env={"NPA_HOME": str(tmp_path / "home")},

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from npa_infra.workflow import recovery
+from npa_infra.workflow.execution import recovery
 
 A = "a" * 64
 B = "b" * 64

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from npa_infra.render.tasks import RenderSettings
-from npa_infra.workflow import api, loading, recovery, reidentification, submission
+from npa_infra.workflow.execution import recovery
+from npa_infra.workflow.planning import api, loading
+from npa_infra.workflow.submission import reidentification, submitflags
 
 SPEC = """\
 apiVersion: npa.workflow/v0.0.1
@@ -39,7 +41,7 @@ def _router(spec: Path) -> tuple[reidentification.Router, str]:
     settings = RenderSettings(
         workflow=loaded.name, run_id="reid-1", config={}, src_s3_uri="s3://b/src/"
     )
-    options = submission.SubmitOptions(resolve_accelerators=False)
+    options = submitflags.SubmitOptions(resolve_accelerators=False)
     router = reidentification.Router(catalog, "reid-1", options, settings, {})
     job = router.render(loaded, {}).jobs[0]
     return router, hashlib.sha256(job.text.encode()).hexdigest()

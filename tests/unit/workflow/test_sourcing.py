@@ -17,7 +17,7 @@ import yaml
 from npa_infra import config as npa_config
 from npa_infra.errors import ConfigError, UsageError
 from npa_infra.source import tree
-from npa_infra.workflow import sourcing, submission
+from npa_infra.workflow.submission import pipeline, sourcing, submitflags
 
 REPO = Path(__file__).resolve().parents[3]
 MINIMAL = REPO / "workflows" / "testing" / "minimal.yaml"
@@ -106,8 +106,8 @@ def plan_only(spec: Path, env: dict[str, str], tmp_path: Path, **overrides: Any)
         "project_root": tmp_path,
     }
     values.update(overrides)
-    report = submission.submit(spec, submission.SubmitOptions(**values), env=env)
-    assert isinstance(report, submission.SubmitReport)
+    report = pipeline.submit(spec, submitflags.SubmitOptions(**values), env=env)
+    assert isinstance(report, pipeline.SubmitReport)
     source: dict[str, Any] = report.to_json()["source"]
     source["_yaml"] = report.jobs[0].text
     return source

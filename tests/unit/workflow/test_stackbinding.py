@@ -11,8 +11,8 @@ import yaml
 from npa_infra.errors import ConfigError, UsageError
 from npa_infra.render.documents import RenderedJob
 from npa_infra.skypilot.isolation import ControllerSettings, IsolatedDir
-from npa_infra.workflow import stackbinding
-from npa_infra.workflow.stackfile import FROM_FILE, FROM_OUTPUTS, StackSettings
+from npa_infra.workflow.target import stackbinding
+from npa_infra.workflow.target.stackfile import FROM_FILE, FROM_OUTPUTS, StackSettings
 
 ENV = {"HOME": "/nonexistent", "PATH": "/usr/bin"}
 

@@ -8,7 +8,7 @@ import pytest
 
 from npa_infra.errors import ConfigError
 from npa_infra.skypilot.isolation import IsolatedDir
-from npa_infra.workflow.stackfile import read_stack
+from npa_infra.workflow.target.stackfile import read_stack
 
 REPO = Path(__file__).resolve().parents[3]
 

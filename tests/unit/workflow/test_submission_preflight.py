@@ -12,8 +12,10 @@ from npa_infra.errors import PreflightError
 from npa_infra.registry.models import CheckStatus, ManifestCheck
 from npa_infra.testing.kube import FakePodProber
 from npa_infra.testing.registry import FakeRegistry, fake_digest
-from npa_infra.workflow import live, submission
-from npa_infra.workflow.fingerprint import plan_fingerprint, run_fingerprint
+from npa_infra.workflow.execution import liverun
+from npa_infra.workflow.planning.fingerprint import plan_fingerprint, run_fingerprint
+from npa_infra.workflow.submission import pipeline, submitflags
+from npa_infra.workflow.supervision import runner
 
 REPO = Path(__file__).resolve().parents[3]
 LOOP_DECISION = REPO / "workflows" / "testing" / "loop-decision.yaml"
@@ -22,18 +24,18 @@ VIEWER = pins.catalog_image("npa-viewer", pins.DEFAULT_REGISTRY)
 
 
 @pytest.fixture
-def captured(monkeypatch: pytest.MonkeyPatch) -> list[live.LiveRequest]:
-    requests: list[live.LiveRequest] = []
+def captured(monkeypatch: pytest.MonkeyPatch) -> list[liverun.LiveRequest]:
+    requests: list[liverun.LiveRequest] = []
 
-    def execute(request: live.LiveRequest, env: Any, services: Any = None) -> str:
+    def execute(request: liverun.LiveRequest, env: Any, services: Any = None) -> str:
         requests.append(request)
         return "launched"
 
-    monkeypatch.setattr(live, "execute", execute)
+    monkeypatch.setattr(runner, "execute", execute)
     return requests
 
 
-def _options(tmp_path: Path, **overrides: Any) -> submission.SubmitOptions:
+def _options(tmp_path: Path, **overrides: Any) -> submitflags.SubmitOptions:
     values: dict[str, Any] = {
         "run_id": "pf-1",
         "assume_decision": "loop_back",
@@ -42,7 +44,7 @@ def _options(tmp_path: Path, **overrides: Any) -> submission.SubmitOptions:
         "render_dir": tmp_path / "out",
     }
     values.update(overrides)
-    return submission.SubmitOptions(**values)
+    return submitflags.SubmitOptions(**values)
 
 
 def _prober(context: str) -> FakePodProber:
@@ -55,11 +57,11 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 
 def test_submit_live_checks_every_branch_then_launches_pinned_jobs(
-    tmp_path: Path, captured: list[live.LiveRequest]
+    tmp_path: Path, captured: list[liverun.LiveRequest]
 ) -> None:
     fake = FakeRegistry()
 
-    result = submission.submit(
+    result = pipeline.submit(
         LOOP_DECISION,
         _options(tmp_path),
         env=_env(tmp_path),
@@ -80,10 +82,10 @@ def test_submit_live_checks_every_branch_then_launches_pinned_jobs(
 
 
 def test_submit_live_fingerprint_folds_pins_and_is_stable(
-    tmp_path: Path, captured: list[live.LiveRequest]
+    tmp_path: Path, captured: list[liverun.LiveRequest]
 ) -> None:
     for _ in range(2):
-        submission.submit(
+        pipeline.submit(
             LOOP_DECISION,
             _options(tmp_path),
             env=_env(tmp_path),
@@ -93,26 +95,26 @@ def test_submit_live_fingerprint_folds_pins_and_is_stable(
 
     first, second = captured
     assert first.fingerprint == second.fingerprint
-    report = submission.submit(
+    report = pipeline.submit(
         LOOP_DECISION,
         _options(tmp_path, plan_only=True),
         env=_env(tmp_path),
         registry_client=FakeRegistry(),
         pull_prober=_prober,
     )
-    assert isinstance(report, submission.SubmitReport) and report.plan is not None
+    assert isinstance(report, pipeline.SubmitReport) and report.plan is not None
     assert first.fingerprint != plan_fingerprint(report.plan)
     assert report.fingerprint == plan_fingerprint(report.plan)
     assert run_fingerprint(report.plan, {}) == plan_fingerprint(report.plan)
 
 
 def test_submit_live_refused_before_execute_with_rows(
-    tmp_path: Path, captured: list[live.LiveRequest]
+    tmp_path: Path, captured: list[liverun.LiveRequest]
 ) -> None:
     fake = FakeRegistry({VIEWER: ManifestCheck(CheckStatus.NOT_FOUND, "404", "push it", 404)})
 
     with pytest.raises(PreflightError) as info:
-        submission.submit(
+        pipeline.submit(
             LOOP_DECISION,
             _options(tmp_path),
             env=_env(tmp_path),
@@ -128,11 +130,11 @@ def test_submit_live_refused_before_execute_with_rows(
 
 
 def test_submit_live_no_preflight_images_launches_tags_unchecked(
-    tmp_path: Path, captured: list[live.LiveRequest]
+    tmp_path: Path, captured: list[liverun.LiveRequest]
 ) -> None:
     fake = FakeRegistry({VIEWER: ManifestCheck(CheckStatus.NOT_FOUND, "404", "push it", 404)})
 
-    submission.submit(
+    pipeline.submit(
         LOOP_DECISION,
         _options(tmp_path, preflight_images=False),
         env=_env(tmp_path),
@@ -148,9 +150,9 @@ def test_submit_live_no_preflight_images_launches_tags_unchecked(
 
 
 def test_submit_runtime_replan_renders_pins(
-    tmp_path: Path, captured: list[live.LiveRequest]
+    tmp_path: Path, captured: list[liverun.LiveRequest]
 ) -> None:
-    submission.submit(
+    pipeline.submit(
         LOOP_DECISION,
         _options(tmp_path, runtime=True, assume_decision=""),
         env=_env(tmp_path),
@@ -168,7 +170,7 @@ def test_submit_raw_task_preflight_skipped(tmp_path: Path) -> None:
     raw = REPO / "workflows" / "testing" / "raw-skypilot.yaml"
     fake = FakeRegistry()
 
-    report = submission.submit(
+    report = pipeline.submit(
         raw,
         _options(tmp_path, plan_only=True, variables={"MESSAGE": "hi"}),
         env=_env(tmp_path),
@@ -176,6 +178,6 @@ def test_submit_raw_task_preflight_skipped(tmp_path: Path) -> None:
         pull_prober=_prober,
     )
 
-    assert isinstance(report, submission.SubmitReport)
+    assert isinstance(report, pipeline.SubmitReport)
     assert report.to_json()["preflight"]["decision"] == "skipped"
     assert fake.calls == []

@@ -6,13 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from npa_infra.workflow import stackfile, submission
+from npa_infra.workflow.submission import pipeline, submitflags
+from npa_infra.workflow.target import stackfile
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _options(**kw: object) -> submission.SubmitOptions:
-    return submission.SubmitOptions(stack="dev", project_root=ROOT, **kw)  # type: ignore[arg-type]
+def _options(**kw: object) -> submitflags.SubmitOptions:
+    return submitflags.SubmitOptions(stack="dev", project_root=ROOT, **kw)  # type: ignore[arg-type]
 
 
 def test_stack_settings_plan_only_reads_the_file_without_the_engine(
@@ -22,7 +23,7 @@ def test_stack_settings_plan_only_reads_the_file_without_the_engine(
         raise AssertionError("plan-only must not ask the Pulumi engine")
 
     monkeypatch.setattr(stackfile, "resolve_stack", engine)
-    settings = submission._stack_settings(_options(plan_only=True), {})
+    settings = pipeline._stack_settings(_options(plan_only=True), {})
     assert settings is not None and settings.name == "dev"
 
 
@@ -36,11 +37,11 @@ def test_stack_settings_live_prefers_the_stack_outputs(monkeypatch: pytest.Monke
         )
 
     monkeypatch.setattr(stackfile, "resolve_stack", from_outputs)
-    settings = submission._stack_settings(_options(), {})
+    settings = pipeline._stack_settings(_options(), {})
     assert calls == ["dev"]
     assert settings is not None
     assert (settings.context, settings.isolated_config_dir) == ("from-outputs", "/state/dev")
 
 
 def test_stack_settings_without_stack_is_none() -> None:
-    assert submission._stack_settings(submission.SubmitOptions(project_root=ROOT), {}) is None
+    assert pipeline._stack_settings(submitflags.SubmitOptions(project_root=ROOT), {}) is None

@@ -18,7 +18,9 @@ from typer.testing import CliRunner
 from npa_infra.cli import flags
 from npa_infra.cli.main import app
 from npa_infra.errors import InvariantError
-from npa_infra.workflow import live, submission, submitflags
+from npa_infra.workflow.execution import liverun
+from npa_infra.workflow.submission import pipeline, submitflags
+from npa_infra.workflow.supervision import runner
 from tests import strategies
 
 REPO = Path(__file__).resolve().parents[3]
@@ -40,7 +42,7 @@ def _field_default(field: dataclasses.Field[Any]) -> object:
     return field.default
 
 
-def _canonical(options: submission.SubmitOptions) -> dict[str, object]:
+def _canonical(options: submitflags.SubmitOptions) -> dict[str, object]:
     """The effective options: sequences as tuples, mappings as dicts."""
     out: dict[str, object] = {}
     for field in dataclasses.fields(options):
@@ -54,21 +56,21 @@ def _canonical(options: submission.SubmitOptions) -> dict[str, object]:
 
 
 @pytest.fixture
-def captured() -> Iterator[list[tuple[Path, submission.SubmitOptions]]]:
+def captured() -> Iterator[list[tuple[Path, submitflags.SubmitOptions]]]:
     with pytest.MonkeyPatch.context() as patch:
         yield _capture(patch)
 
 
-def _capture(patch: pytest.MonkeyPatch) -> list[tuple[Path, submission.SubmitOptions]]:
+def _capture(patch: pytest.MonkeyPatch) -> list[tuple[Path, submitflags.SubmitOptions]]:
     """Replace the submit SDK function with one that records what the CLI parsed."""
-    calls: list[tuple[Path, submission.SubmitOptions]] = []
+    calls: list[tuple[Path, submitflags.SubmitOptions]] = []
 
-    def submit(spec: Path, options: submission.SubmitOptions, **_: Any) -> live.LiveResult:
+    def submit(spec: Path, options: submitflags.SubmitOptions, **_: Any) -> liverun.LiveResult:
         calls.append((spec, options))
         run = options.resume_run or options.run_id or "fresh"
-        return live.LiveResult(run, "w", "one-shot", "SUBMITTED", None, [], None, [])
+        return liverun.LiveResult(run, "w", "one-shot", "SUBMITTED", None, [], None, [])
 
-    patch.setattr(submission, "submit", submit)
+    patch.setattr(pipeline, "submit", submit)
     return calls
 
 
@@ -83,7 +85,7 @@ def _invoke_printed(command: str) -> None:
 
 
 def test_submit_table_fields_are_exactly_the_submit_options_fields_with_their_defaults() -> None:
-    fields = {f.name: f for f in dataclasses.fields(submission.SubmitOptions)}
+    fields = {f.name: f for f in dataclasses.fields(submitflags.SubmitOptions)}
     table = {flag.field: flag for flag in submitflags.OPTIONS}
 
     assert len(table) == len(submitflags.OPTIONS)  # one entry per field
@@ -119,12 +121,12 @@ def test_submit_flags_each_spelled_by_one_option_only() -> None:
 
 
 def test_resume_argv_default_options_only_the_spec_and_the_run() -> None:
-    argv = submitflags.resume_argv(Path("a spec.yaml"), submission.SubmitOptions(), "r-1")
+    argv = submitflags.resume_argv(Path("a spec.yaml"), submitflags.SubmitOptions(), "r-1")
     assert argv == [*submitflags.COMMAND, "a spec.yaml", "--resume-run", "r-1"]
 
 
 def test_resume_argv_run_id_replaced_by_resume_run() -> None:
-    options = submission.SubmitOptions(run_id="r-1", stack="dev", catalog_path=Path("c d.json"))
+    options = submitflags.SubmitOptions(run_id="r-1", stack="dev", catalog_path=Path("c d.json"))
     argv = submitflags.resume_argv(MINIMAL, options, "r-1")
     assert "--run-id" not in argv
     assert argv[-2:] == ["--resume-run", "r-1"]
@@ -133,7 +135,7 @@ def test_resume_argv_run_id_replaced_by_resume_run() -> None:
 
 def test_resume_command_of_an_argv_not_resuming_the_run_is_a_bug() -> None:
     with pytest.raises(InvariantError):
-        live.resume_command(["npa", "workbench", "workflow", "submit", "s.yaml"], "r-1")
+        liverun.resume_command(["npa", "workbench", "workflow", "submit", "s.yaml"], "r-1")
 
 
 @given(
@@ -151,8 +153,8 @@ def test_resume_command_of_an_argv_not_resuming_the_run_is_a_bug() -> None:
 def test_resume_command_printed_reproduces_the_effective_options(
     fields: dict[str, Any], run: str, given_as: str | None, spec: str
 ) -> None:
-    original = submission.SubmitOptions(**fields, **({given_as: run} if given_as else {}))
-    command = live.resume_command(submitflags.resume_argv(Path(spec), original, run), run)
+    original = submitflags.SubmitOptions(**fields, **({given_as: run} if given_as else {}))
+    command = liverun.resume_command(submitflags.resume_argv(Path(spec), original, run), run)
 
     with pytest.MonkeyPatch.context() as patch:
         calls = _capture(patch)
@@ -168,7 +170,7 @@ def test_resume_command_printed_reproduces_the_effective_options(
 
 
 def test_submit_cli_resume_command_from_the_options_not_argv(
-    captured: list[tuple[Path, submission.SubmitOptions]],
+    captured: list[tuple[Path, submitflags.SubmitOptions]],
 ) -> None:
     result = CliRunner().invoke(
         app,
@@ -185,9 +187,9 @@ def test_submit_cli_resume_command_from_the_options_not_argv(
 def test_submit_sdk_live_request_invocation_carries_every_option(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    requests: list[live.LiveRequest] = []
-    monkeypatch.setattr(live, "execute", lambda request, *a, **k: requests.append(request))
-    options = submission.SubmitOptions(
+    requests: list[liverun.LiveRequest] = []
+    monkeypatch.setattr(runner, "execute", lambda request, *a, **k: requests.append(request))
+    options = submitflags.SubmitOptions(
         run_id="sdk-1",
         infra="k8s/ctx",
         resolve_accelerators=False,
@@ -200,7 +202,7 @@ def test_submit_sdk_live_request_invocation_carries_every_option(
     )
     env = {"NPA_HOME": str(tmp_path / "home"), "NPA_TEST_TOKEN": "canary-secret-value"}
 
-    submission.submit(MINIMAL, options, env=env)
+    pipeline.submit(MINIMAL, options, env=env)
 
     (request,) = requests
     assert list(request.invocation) == submitflags.resume_argv(MINIMAL, options, "sdk-1")
@@ -213,6 +215,6 @@ def test_submit_sdk_live_request_invocation_carries_every_option(
         ("--isolated-config-dir", str(tmp_path / "sky state")),
     ]:
         assert words[words.index(flag) + 1] == value
-    command = live.resume_command(request.invocation, "sdk-1")
+    command = liverun.resume_command(request.invocation, "sdk-1")
     assert command.endswith("--resume-run sdk-1")
     assert "canary-secret-value" not in command  # secrets by name only

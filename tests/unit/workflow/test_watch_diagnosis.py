@@ -9,7 +9,7 @@ import pytest
 from npa_infra.kube import pending
 from npa_infra.kube.models import NodeInfo, PodCondition, PodObservation, Taint
 from npa_infra.kube.pending import PendingCode
-from npa_infra.workflow import watch
+from npa_infra.workflow.supervision import watch
 from tests.support.fakecluster import FakeCluster, gpu_node
 
 GFD = "nvidia.com/gpu.product"

@@ -1,7 +1,8 @@
 """The options of ``submit`` as data: one table the CLI, the SDK and the resume command share.
 
-Each ``Flag`` names a field of ``submission.SubmitOptions``, its command-line
-spelling, its kind, its default and its help text. From the table come
+``SubmitOptions`` is the one typed options object. Each ``Flag`` names one of
+its fields, its command-line spelling, its kind, its default and its help
+text. From the table come
 ``npa workbench workflow submit``'s typer signature (``npa_infra.cli.flags``),
 the conversion of the parsed flags into ``SubmitOptions`` (``fields_from_cli``)
 and the resume command of a run (``resume_argv``): issue 15's "options exist
@@ -27,14 +28,11 @@ it to build its signature, and ``npa --help`` must stay fast.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from npa_infra.workflow.submission import SubmitOptions
+from typing import Any
 
 __all__ = [
     "COMMAND",
@@ -43,12 +41,53 @@ __all__ = [
     "Flag",
     "Kind",
     "Resume",
+    "SubmitOptions",
     "fields_from_cli",
     "resume_argv",
 ]
 
 COMMAND = ("npa", "workbench", "workflow", "submit")
 SDK_ONLY = ("project_root",)  # fields with no flag: the CLI's project root is its cwd
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitOptions:
+    """Every option of ``submit``, typed: what the SDK takes and the CLI builds (``OPTIONS``)."""
+
+    run_id: str | None = None
+    resume_run: str | None = None
+    plan_only: bool = False
+    runtime: bool = False
+    variables: Mapping[str, str] = field(default_factory=dict)
+    assume_decision: str = ""
+    image: str | None = None
+    image_overrides: Sequence[tuple[str, str]] = ()
+    registry: str | None = None
+    infra: str | None = None
+    secret_env: Sequence[str] = ()
+    stack: str | None = None
+    max_concurrency: int = 0
+    accept_eula: bool = True
+    render_dir: Path | None = None
+    catalog_path: Path | None = None
+    project_root: Path = field(default_factory=Path.cwd)
+    resolve_accelerators: bool = True
+    sky_bin: str | None = None
+    isolated_config_dir: str | None = None
+    poll_seconds: float = 30.0
+    max_wait_seconds: float = 3600.0
+    retries: int = 0
+    max_infrastructure_recoveries: int = 1
+    infrastructure_grace_seconds: float = 600.0
+    permanent_blocker_grace_seconds: float = 0.0  # 0: stop at the first confirming read
+    heartbeat_seconds: float = 60.0  # a journaled heartbeat while a wave is supervised; 0 = off
+    stale_after_seconds: float = 300.0  # warn once per stall of this long; 0 = off
+    preflight_images: bool = True
+    image_bootstrap_timeout_seconds: float = 1800.0  # the pull probe's window; 0 = none
+    insecure_registries: Sequence[str] = ()
+    stage_src: bool = False  # --stage-src: force restaging (runtime-reference.md §6)
+    no_stage_src: bool = False  # --no-stage-src: never stage
+    source_root: Path | None = None  # --source: the checkout to stage (default: editable npa-infra)
 
 
 class Kind(StrEnum):
@@ -277,7 +316,7 @@ def fields_from_cli(values: Mapping[str, object]) -> dict[str, Any]:
     Raises:
         UsageError: a malformed ``KEY=VALUE``, secret name or decision assumption.
     """
-    from npa_infra.workflow import options
+    from npa_infra.workflow.planning import options
 
     out: dict[str, Any] = {}
     for flag in OPTIONS:

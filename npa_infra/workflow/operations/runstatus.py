@@ -29,7 +29,7 @@ from npa_infra import config as npa_config
 from npa_infra.runs import lifecycle
 from npa_infra.runs.lifecycle import RunStatus
 from npa_infra.skypilot.models import JobStatus, QueueResult, QueueVerdict
-from npa_infra.workflow import watch
+from npa_infra.workflow.supervision import watch
 
 if TYPE_CHECKING:
     from npa_infra.journal.records import EventRow, RunRow
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from npa_infra.kube.models import PodObservation
     from npa_infra.skypilot.drift import Advisory
     from npa_infra.skypilot.models import QueueRecord
-    from npa_infra.workflow.live import LiveServices
+    from npa_infra.workflow.execution.adapters import LiveServices
 
 __all__ = [
     "IN_PROGRESS_STATUSES",
@@ -393,18 +393,18 @@ def _verify_group(
     run: RunRow,
 ) -> None:
     """One queue read for every report of one (stack, context), then ``_verify``."""
-    from npa_infra.workflow import live
+    from npa_infra.workflow.execution import adapters
 
     def warn(advisory: Advisory) -> None:  # the drift gate's warnings reach every report
         for report in reports:
             report.warnings.append(advisory.to_json())
 
-    sky, cluster, _, _ = live.open_adapters(
+    sky, cluster, _, _ = adapters.open_adapters(
         env,
         services,
         context=_context(run),
         stack_name=run.stack or None,
-        isolated_config_dir=live.recorded_state_dir(run.data),
+        isolated_config_dir=adapters.recorded_state_dir(run.data),
         on_warning=warn,
     )
     _verify(reports, sky.queue(verbose=True), cluster)

@@ -20,7 +20,7 @@ __all__ = ["destroy_stack"]
 
 def _canceller(env: Mapping[str, str]) -> Callable[[str], str]:
     def cancel(run_id: str) -> str:
-        from npa_infra.workflow import cancellation
+        from npa_infra.workflow.operations import cancellation
 
         return cancellation.cancel_run(run_id, env=env).outcome
 

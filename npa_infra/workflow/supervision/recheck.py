@@ -16,12 +16,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from npa_infra.runs import supervision
-from npa_infra.workflow import watch
+from npa_infra.workflow.supervision import watch
 
 if TYPE_CHECKING:
     from npa_infra.journal.store import Journal
     from npa_infra.skypilot.base import SkyPilot
-    from npa_infra.workflow.launcher import Clock
+    from npa_infra.workflow.execution.launcher import Clock
 
 __all__ = ["recheck", "watch_wave"]
 

@@ -19,8 +19,8 @@ from npa_infra.errors import RunCancelledError, UncertainOutcomeError
 from npa_infra.runs import codec, transaction
 from npa_infra.runs.lifecycle import RunStatus
 from npa_infra.runs.models import LaunchState, ReconciliationState, TransactionRecord
-from npa_infra.workflow import taskfiles
-from npa_infra.workflow.launcher import AttemptKey, Clock, LaunchDriver
+from npa_infra.workflow.execution import taskfiles
+from npa_infra.workflow.execution.launcher import AttemptKey, Clock, LaunchDriver
 
 if TYPE_CHECKING:
     from npa_infra.journal.lock import RunLock
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from npa_infra.render.documents import RenderedJob
     from npa_infra.skypilot.base import SkyPilot
     from npa_infra.skypilot.isolation import IsolatedDir
-    from npa_infra.workflow.live import LiveRequest
+    from npa_infra.workflow.execution.liverun import LiveRequest
 
 __all__ = ["SUCCESS_STATES", "attempt_name", "launch_wave", "logical_launch_id", "secret_record"]
 
@@ -184,7 +184,7 @@ def _settle_foreign(
     from npa_infra.runs import cancel as launch_rules
     from npa_infra.runs.children import ChildState
     from npa_infra.skypilot import children
-    from npa_infra.workflow.launcher import check_request, reconcile
+    from npa_infra.workflow.execution.launcher import check_request, reconcile
 
     path = inflight.inflight_path(isolated.root, request.run_id)
     other = inflight.read(path)
@@ -319,7 +319,7 @@ def _verify_adopted(
     record: TransactionRecord, sky: SkyPilot, clock: Clock, journal: Journal, key: AttemptKey
 ) -> None:
     """On resume, the stored id must still be the one job with the attempt's exact name."""
-    from npa_infra.workflow.launcher import reconcile
+    from npa_infra.workflow.execution.launcher import reconcile
 
     found = reconcile(sky, record.job_name, clock.now())
     journal.append_event(

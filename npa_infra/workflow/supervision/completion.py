@@ -43,7 +43,7 @@ def validate_outputs(
         return None
     from npa_infra.errors import StorageError
     from npa_infra.storage.models import ProbeState
-    from npa_infra.workflow import recovery
+    from npa_infra.workflow.execution import recovery
 
     try:
         probes = recovery.probe_outputs(store, uris)

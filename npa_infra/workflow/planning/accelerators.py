@@ -116,7 +116,7 @@ def gpus(
         SpecError: the spec is invalid (checked before the cluster is contacted).
         KubeError: no kubeconfig, no such context, or the node listing failed.
     """
-    from npa_infra.workflow import api
+    from npa_infra.workflow.planning import api
 
     environ = os.environ if env is None else env
     plan = None

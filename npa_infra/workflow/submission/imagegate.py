@@ -12,7 +12,7 @@
    still ``ok``, so an image the cluster cannot pull costs no job launch; a
    probe whose cleanup failed is never ``ok`` and blocks the submit too.
    ``--plan-only`` creates no pod and never refuses on unproven rows. A live
-   submit without an exact context probes nothing: ``live.execute`` refuses
+   submit without an exact context probes nothing: ``supervision.runner.execute`` refuses
    it (exit 2) before anything is launched, with the remedy to pass one.
 """
 
@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any
 from npa_infra.errors import PreflightError
 from npa_infra.plan.model import PlanError
 from npa_infra.render import images
-from npa_infra.workflow import api, imagecheck, loading, pullcheck
+from npa_infra.workflow.planning import api, imagecheck, loading, pullcheck
 
 if TYPE_CHECKING:
     from npa_infra.registry.base import Registry
-    from npa_infra.workflow.stackfile import StackSettings
-    from npa_infra.workflow.submission import SubmitOptions
+    from npa_infra.workflow.submission.submitflags import SubmitOptions
+    from npa_infra.workflow.target.stackfile import StackSettings
     from preflight.images import ImagePreflightReport
 
 __all__ = ["check", "refusal"]

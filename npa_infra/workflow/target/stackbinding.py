@@ -29,7 +29,7 @@ from typing import Any
 from npa_infra.errors import ConfigError, UsageError
 from npa_infra.render.documents import RenderedJob
 from npa_infra.skypilot.isolation import ControllerSettings, IsolatedDir
-from npa_infra.workflow.stackfile import FROM_OUTPUTS, StackSettings
+from npa_infra.workflow.target.stackfile import FROM_OUTPUTS, StackSettings
 
 __all__ = [
     "context",

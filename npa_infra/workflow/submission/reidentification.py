@@ -31,12 +31,13 @@ from npa_infra.plan import planner
 from npa_infra.plan.model import Plan, PlanError
 from npa_infra.render import documents
 from npa_infra.render.tasks import RenderSettings
-from npa_infra.workflow import accelerators, loading, recovery
+from npa_infra.workflow.execution import recovery
+from npa_infra.workflow.planning import accelerators, loading
 
 if TYPE_CHECKING:
     from npa_infra.catalog.model import Catalog
     from npa_infra.spec.model import Spec
-    from npa_infra.workflow.submission import SubmitOptions
+    from npa_infra.workflow.submission.submitflags import SubmitOptions
 
 __all__ = ["Reidentify", "Rendered", "Router"]
 

@@ -19,12 +19,12 @@ from npa_infra.plan import context, planner, waves
 from npa_infra.plan.model import Plan, PlanError, Wave
 from npa_infra.spec.issues import SpecIssue
 from npa_infra.spec.source import json_path
-from npa_infra.workflow import identity, loading
-from npa_infra.workflow.fingerprint import plan_fingerprint
+from npa_infra.workflow.planning import identity, loading
+from npa_infra.workflow.planning.fingerprint import plan_fingerprint
 
 if TYPE_CHECKING:
     from npa_infra.registry.base import Registry
-    from npa_infra.workflow.pullcheck import ProberFactory
+    from npa_infra.workflow.planning.pullcheck import ProberFactory
     from preflight.images import ImagePreflightReport
 
 __all__ = [
@@ -190,7 +190,8 @@ def preflight_images(
         RenderError: an ``imagePullSecrets`` overlay SkyPilot would reject.
     """
     from npa_infra.render import images
-    from npa_infra.workflow import imagecheck, pullcheck, stackfile
+    from npa_infra.workflow.planning import imagecheck, pullcheck
+    from npa_infra.workflow.target import stackfile
 
     del assume_decision  # preview-only: the union over all outcomes is always checked
     context_name = pullcheck.context_of(infra)

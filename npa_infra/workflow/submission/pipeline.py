@@ -2,7 +2,7 @@
 
 ``--plan-only`` writes the YAML under the npa home and launches nothing. A
 live submit checks its inputs (secrets, decisions, GPU requests) and hands
-the rendered jobs to ``live.execute``: the journaled, locked launch
+the rendered jobs to ``runner.execute``: the journaled, locked launch
 transaction.
 
 With an exact ``--infra k8s/<ctx>``, GPU requests are resolved against that
@@ -19,7 +19,7 @@ control-flow-reachable image; the renderer then pins each resolved image as
 ``<registry>/<repo>@sha256:…``. Then the in-cluster pull probe proves each
 Kubernetes image on the exact context the submit launches on (``imagegate``,
 kubernetes.md §9). A live submit launches only when every image is ``ok``:
-anything else raises ``PreflightError`` before ``live.execute``, so a missing
+anything else raises ``PreflightError`` before ``runner.execute``, so a missing
 image release, or one the cluster cannot pull, costs no job launch.
 ``--plan-only`` creates no probe pod (its Kubernetes rows are
 ``target_pull_unverified``), reports the rows under ``preflight`` and exits 1
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,66 +43,18 @@ from npa_infra.render import documents, images, raw
 from npa_infra.render.tasks import RenderSettings, secret_names_for_image
 from npa_infra.runs.lifecycle import RunStatus
 from npa_infra.spec.model import ExecutionMode
-from npa_infra.workflow import (
-    accelerators,
-    api,
-    credentials,
-    identity,
-    imagecheck,
-    imagegate,
-    live,
-    loading,
-    pullcheck,
-    reidentification,
-    sourcing,
-    stackbinding,
-    stackfile,
-    submitflags,
-)
-from npa_infra.workflow.fingerprint import plan_fingerprint, run_fingerprint
+from npa_infra.workflow.execution import adapters, liverun
+from npa_infra.workflow.planning import accelerators, api, identity, imagecheck, loading, pullcheck
+from npa_infra.workflow.planning.fingerprint import plan_fingerprint, run_fingerprint
+from npa_infra.workflow.submission import imagegate, reidentification, sourcing, submitflags
+from npa_infra.workflow.submission.submitflags import SubmitOptions
+from npa_infra.workflow.supervision import runner
+from npa_infra.workflow.target import credentials, stackbinding, stackfile
 
 if TYPE_CHECKING:
     from npa_infra.registry.base import Registry
 
-__all__ = ["SubmitOptions", "SubmitReport", "submit"]
-
-
-@dataclass(frozen=True, slots=True)
-class SubmitOptions:
-    run_id: str | None = None
-    resume_run: str | None = None
-    plan_only: bool = False
-    runtime: bool = False
-    variables: Mapping[str, str] = field(default_factory=dict)
-    assume_decision: str = ""
-    image: str | None = None
-    image_overrides: Sequence[tuple[str, str]] = ()
-    registry: str | None = None
-    infra: str | None = None
-    secret_env: Sequence[str] = ()
-    stack: str | None = None
-    max_concurrency: int = 0
-    accept_eula: bool = True
-    render_dir: Path | None = None
-    catalog_path: Path | None = None
-    project_root: Path = field(default_factory=Path.cwd)
-    resolve_accelerators: bool = True
-    sky_bin: str | None = None
-    isolated_config_dir: str | None = None
-    poll_seconds: float = 30.0
-    max_wait_seconds: float = 3600.0
-    retries: int = 0
-    max_infrastructure_recoveries: int = 1
-    infrastructure_grace_seconds: float = 600.0
-    permanent_blocker_grace_seconds: float = 0.0  # 0: stop at the first confirming read
-    heartbeat_seconds: float = 60.0  # a journaled heartbeat while a wave is supervised; 0 = off
-    stale_after_seconds: float = 300.0  # warn once per stall of this long; 0 = off
-    preflight_images: bool = True
-    image_bootstrap_timeout_seconds: float = 1800.0  # the pull probe's window; 0 = none
-    insecure_registries: Sequence[str] = ()
-    stage_src: bool = False  # --stage-src: force restaging (runtime-reference.md §6)
-    no_stage_src: bool = False  # --no-stage-src: never stage
-    source_root: Path | None = None  # --source: the checkout to stage (default: editable npa-infra)
+__all__ = ["SubmitReport", "submit"]
 
 
 SKIPPED_PREFLIGHT: dict[str, Any] = {
@@ -196,10 +148,10 @@ def submit(
     *,
     env: Mapping[str, str] | None = None,
     cluster_factory: accelerators.ClusterFactory | None = None,
-    services: live.LiveServices | None = None,
+    services: adapters.LiveServices | None = None,
     registry_client: Registry | None = None,
     pull_prober: pullcheck.ProberFactory | None = None,
-) -> SubmitReport | live.LiveResult:
+) -> SubmitReport | liverun.LiveResult:
     """Plan and render a spec (or raw SkyPilot YAML); launch it unless ``plan_only``.
 
     ``registry_client`` replaces the real registry client of image preflight,
@@ -337,7 +289,7 @@ def submit(
                 catalog, run_id, options, settings, environ, cluster_factory
             )
 
-            def replan(decided: Mapping[str, str]) -> live.RoutedPlan:
+            def replan(decided: Mapping[str, str]) -> liverun.RoutedPlan:
                 # dsl.md §5.4: real decisions route the run; the plan stops at the
                 # first decision not read yet.
                 fresh = router.render(spec, decided)
@@ -350,14 +302,14 @@ def submit(
                     for out in step.outputs
                     if out.get("uri") and out.get("schema")
                 }
-                return live.RoutedPlan(
+                return liverun.RoutedPlan(
                     fresh.jobs, fresh.routed.pending, fresh.routed.decisions_used, outputs, schemas
                 )
 
             # a relaunch re-identifies the wave from the spec file as it is then (issue 9)
             reidentify = router.reidentifier(spec_path)
             request = dataclasses.replace(request, replan=replan, reidentify=reidentify)
-        return live.execute(request, environ, services)
+        return runner.execute(request, environ, services)
     paths = _write(jobs, (options.render_dir or npa_config.npa_home(environ) / "rendered") / run_id)
     docker_secrets = sorted({n for j in jobs for i in j.images for n in secret_names_for_image(i)})
     sources.update(
@@ -411,7 +363,7 @@ def _source_request(options: SubmitOptions) -> sourcing.SourceRequest:
 
 
 def _stack_settings(
-    options: SubmitOptions, env: Mapping[str, str], services: live.LiveServices | None = None
+    options: SubmitOptions, env: Mapping[str, str], services: adapters.LiveServices | None = None
 ) -> stackfile.StackSettings | None:
     """The stack's file; for a live submit overlaid with its outputs when the engine has them
     (pulumi.md: submit runs against what the stack declared, not ad-hoc flags)."""
@@ -438,13 +390,13 @@ def _live_request(
     jobs: list[documents.RenderedJob],
     stack: stackfile.StackSettings | None,
     image_pins: Mapping[str, str] | None = None,
-) -> live.LiveRequest:
+) -> liverun.LiveRequest:
     preflight: dict[str, Any] = (
         {"decision": "passed", "pins": dict(image_pins)}
         if image_pins is not None
         else {"decision": "skipped"}
     )
-    return live.LiveRequest(
+    return liverun.LiveRequest(
         spec_path=spec_path,
         run_id=run_id,
         workflow=workflow,
@@ -483,8 +435,8 @@ def _submit_raw(
     text: str,
     options: SubmitOptions,
     env: Mapping[str, str],
-    services: live.LiveServices | None = None,
-) -> SubmitReport | live.LiveResult:
+    services: adapters.LiveServices | None = None,
+) -> SubmitReport | liverun.LiveResult:
     docs, issues = raw.load_raw_task(text, str(spec_path), options.variables)
     if issues:
         raise SpecError(issues, source=str(spec_path))
@@ -507,7 +459,7 @@ def _submit_raw(
     )
     if not options.plan_only:
         stack = stackfile.read_stack(options.stack, options.project_root) if options.stack else None
-        return live.execute(
+        return runner.execute(
             _live_request(
                 spec_path,
                 options,

@@ -9,7 +9,7 @@ checkout when it may have to stage it, and lets ``source.decision.decide``
 choose. The chosen URI is known before any upload (content addressing), so
 the task YAML is rendered with it at once.
 
-``apply`` is the effect, run by ``live.execute`` after the run is durable in
+``apply`` is the effect, run by ``supervision.runner.execute`` after the run is durable in
 the journal with its planned source action and before the first launch
 (runtime-reference.md §1 receipt order: ``planned`` before staging): it stages
 or reuses the checkout, or checks the marker of a kept URI that ends in a
@@ -43,7 +43,7 @@ from npa_infra.source.decision import SourceAction, SourceOrigin, SourceReason
 from npa_infra.spec.model import Spec
 from npa_infra.storage.base import ObjectStore
 from npa_infra.storage.models import S3Uri
-from npa_infra.workflow import stackfile
+from npa_infra.workflow.target import stackfile
 
 __all__ = [
     "E2E_SRC_ENV",

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from npa_infra.kube.models import NodeInfo, PodObservation
     from npa_infra.kube.sharedpods import ClusterView
     from npa_infra.skypilot.base import SkyPilot
-    from npa_infra.workflow.launcher import Clock
+    from npa_infra.workflow.execution.launcher import Clock
 
 __all__ = [
     "MISSING_CODE",
@@ -199,7 +199,7 @@ def _confirm(
     job_name: str | None,
 ) -> tuple[supervision.WatchState, supervision.Verdict]:
     """Execute ``CONFIRM_MISSING``: a fresh exact-name lookup, journaled, then decided."""
-    from npa_infra.workflow.launcher import reconcile
+    from npa_infra.workflow.execution.launcher import reconcile
 
     found = reconcile(sky, job_name, clock.now()) if job_name else None
     now = clock.now()

@@ -10,7 +10,7 @@ adapter only when the caller injected none:
   context. A context the first kubeconfig file lacks fails as a
   precondition (``KubeError``, exit 1), listing the contexts it has.
 - **SkyPilot config:** the isolated config a live submit writes before it
-  launches (``IsolatedDir.generated_config`` with ``live.controller_settings``),
+  launches (``IsolatedDir.generated_config`` with ``target.stackbinding.controller_settings``),
   or, for ``preflight-images``, the isolated config file already generated for
   the stack (empty when there is none: SkyPilot's defaults).
 - **ServiceAccount:** ``skypilot.verify.effective_service_account`` on that config.
@@ -31,7 +31,7 @@ from npa_infra.spec.model import Spec
 
 if TYPE_CHECKING:
     from npa_infra.kube.base import PodProber
-    from npa_infra.workflow.stackfile import StackSettings
+    from npa_infra.workflow.target.stackfile import StackSettings
     from preflight.images import ImagePreflightReport
     from preflight.probe_runner import Tools
     from preflight.pull_probe import ProbeRequest
@@ -90,7 +90,7 @@ def submit_options(
 ) -> PullProbeOptions:
     """The probe inputs of a submit: ``--infra``'s context, else the stack's, and the
     SkyPilot config the live submit will launch with (the stack's own once it is up)."""
-    from npa_infra.workflow import stackbinding
+    from npa_infra.workflow.target import stackbinding
 
     context = infra.removeprefix("k8s/") if infra and infra.startswith("k8s/") else None
     if not infra and stack is not None and stack.context:

@@ -22,7 +22,7 @@ from npa_infra.catalog import images as pins
 from npa_infra.catalog.model import Catalog
 from npa_infra.render import images
 from npa_infra.spec.model import Spec
-from npa_infra.workflow import credentials, stackfile
+from npa_infra.workflow.target import credentials, stackfile
 
 if TYPE_CHECKING:
     from npa_infra.registry.base import Registry

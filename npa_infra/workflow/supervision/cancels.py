@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 from npa_infra.runs import resume
 from npa_infra.runs.resume import Action, CancelIntent, CancelOutcome, JobObservation
 from npa_infra.skypilot.models import ErrorKind, QueueVerdict
-from npa_infra.workflow import recovery
+from npa_infra.workflow.execution import recovery
 
 if TYPE_CHECKING:
     from npa_infra.journal.store import Journal
     from npa_infra.skypilot.base import SkyPilot
     from npa_infra.skypilot.models import CancelResult
-    from npa_infra.workflow.launcher import Clock
+    from npa_infra.workflow.execution.launcher import Clock
 
 __all__ = [
     "CANCEL_DEADLINE",

@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from npa_infra.journal.lock import RunLock
     from npa_infra.journal.store import Journal
     from npa_infra.skypilot.base import SkyPilot
-    from npa_infra.workflow.launcher import Clock
-    from npa_infra.workflow.live import LiveServices
+    from npa_infra.workflow.execution.adapters import LiveServices
+    from npa_infra.workflow.execution.launcher import Clock
 
 __all__ = ["CANCEL_EXIT_CODES", "CancelReport", "cancel_run"]
 
@@ -94,12 +94,12 @@ def cancel_run(
             return CancelReport(
                 run_id, "unknown_run", errors=["the journal has never seen this run"]
             )
-        from npa_infra.workflow import live
+        from npa_infra.workflow.execution import adapters
 
-        recorded = live.recorded_state_dir(run.data)
+        recorded = adapters.recorded_state_dir(run.data)
 
-        def adapters() -> tuple[SkyPilot, Clock, Path]:
-            sky, _, clock, isolated = live.open_adapters(
+        def opened_adapters() -> tuple[SkyPilot, Clock, Path]:
+            sky, _, clock, isolated = adapters.open_adapters(
                 env,
                 services,
                 context=str((run.data or {}).get("context") or ""),
@@ -108,7 +108,7 @@ def cancel_run(
             )
             return sky, clock, isolated.root
 
-        opened = None if recorded or (services and services.isolated_dir) else adapters()
+        opened = None if recorded or (services and services.isolated_dir) else opened_adapters()
         state_dir = (
             opened[2]
             if opened
@@ -130,7 +130,7 @@ def cancel_run(
             transactions = journal.transactions(run_id)  # read under the lock: settled
             if all(t.launch_sequence == 0 and t.job_id is None for t in transactions):
                 return _never_launched(journal, run_id)
-            sky, clock, _ = opened or adapters()
+            sky, clock, _ = opened or opened_adapters()
             return _cancel(journal, sky, clock, run_id)
         finally:
             lock.release()
@@ -142,7 +142,7 @@ def _clock(services: LiveServices | None) -> Clock:
     import random
     import time
 
-    from npa_infra.workflow.launcher import Clock
+    from npa_infra.workflow.execution.launcher import Clock
 
     if services is not None and services.clock is not None:
         return services.clock
@@ -202,7 +202,7 @@ def _judge(
     """Observe what could still act for an unreconciled launch, then let the core judge."""
     from npa_infra.runs.children import ChildState
     from npa_infra.skypilot import children
-    from npa_infra.workflow.launcher import check_request
+    from npa_infra.workflow.execution.launcher import check_request
 
     child = ChildState.NOT_RECORDED
     if record.launch_child is not None:
@@ -219,7 +219,7 @@ def _known_ids(
 ) -> tuple[set[int], list[str], list[str]]:
     """Ids from the journal, plus exact-name lookups for launches never reconciled, and the
     names of launches that may still create a job."""
-    from npa_infra.workflow.launcher import reconcile
+    from npa_infra.workflow.execution.launcher import reconcile
 
     ids: set[int] = set()
     errors: list[str] = []

@@ -90,7 +90,7 @@ def _probe(store: Callable[[], ObjectStore], uri: str) -> tuple[checkpoints.Foun
     """One probe of the checkpoint location, as declared outputs are probed (§2)."""
     from npa_infra.errors import StorageError
     from npa_infra.storage.models import StorageErrorKind
-    from npa_infra.workflow import recovery
+    from npa_infra.workflow.execution import recovery
 
     try:
         [(_, probe)] = recovery.probe_outputs(store, [uri])
