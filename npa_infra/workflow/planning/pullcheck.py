@@ -175,6 +175,7 @@ def probe(
     """
     from preflight import pull_probe, targets
     from preflight.probe_cache import CACHE_FILE, ProbeCache
+    from preflight.probe_ledger import ProbeLedger
 
     if options.deadline_seconds < 0:
         raise UsageError(
@@ -184,7 +185,8 @@ def probe(
     steps = targets.step_images(
         spec, catalog, run_id=run_id, selection=selection, variables=variables
     )
-    cache = ProbeCache(npa_config.npa_home(env) / "cache" / CACHE_FILE)
+    home = npa_config.npa_home(env)
+    cache = ProbeCache(home / "cache" / CACHE_FILE)
     return pull_probe.probe_report(
         report,
         steps,
@@ -192,4 +194,6 @@ def probe(
         open_prober=prober or (lambda context: open_prober(context, env)),
         cache=cache,
         tools=tools,
+        # every probe pod is recorded before it is created (preflight.probe_ledger)
+        ledger=lambda context: ProbeLedger(home, context),
     )
