@@ -22,6 +22,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from npa_infra.journal import files
+
 __all__ = ["LEDGER_DIR", "PendingProbe", "ProbeLedger"]
 
 LEDGER_DIR = "probes"
@@ -85,16 +87,8 @@ class ProbeLedger:
             self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         finally:
             os.umask(old)
-        path = self._path(namespace, name)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}")
         body = json.dumps(
             {"context": self.context, "namespace": namespace, "name": name, "uid": uid},
             sort_keys=True,
         ).encode("utf-8")
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        try:
-            os.write(fd, body)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temporary, path)
+        files.replace_private(self._path(namespace, name), body)

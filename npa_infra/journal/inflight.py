@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from npa_infra.journal import files
 from npa_infra.journal.lock import STATE_LOCKS
 from npa_infra.runs.children import ChildIdentity
 
@@ -54,20 +54,7 @@ def inflight_path(state_dir: Path, run_id: str) -> Path:
 
 def write(path: Path, launch: InflightLaunch) -> None:
     """Replace the record atomically and durably (the caller holds the launch lock)."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}")
-    data = json.dumps(launch.to_json(), sort_keys=True).encode("utf-8")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(temporary, path)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+    files.replace_private(path, json.dumps(launch.to_json(), sort_keys=True).encode("utf-8"))
 
 
 def read(path: Path) -> InflightLaunch | None:
