@@ -292,3 +292,54 @@ def test_second_home_never_launches_beside_another_homes_request_in_flight(
     assert result.job_id == job["job_id"]
     assert len(_launch_calls(world)) == 1  # adopted, never launched again
     world.env["NPA_HOME"] = first_home
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM], ids=["kill", "term"])
+@pytest.mark.parametrize("pdeathsig", [True, False], ids=["pdeathsig", "no-pdeathsig"])
+@pytest.mark.parametrize("point", ["before_acting", "after_accept"])
+def test_crash_matrix_point_by_child_fate_by_signal_keeps_one_job(
+    world: World, point: str, pdeathsig: bool, how: signal.Signals
+) -> None:
+    """faults.md's orchestration matrix: where npa dies (its launch child about to act, or
+    the job already created and the child not yet answered) x whether the child can die
+    with it x the signal. Whatever survives, the resume ends with exactly one job."""
+    hang = Hang.make(world.root)
+    world.faults(hang.rule(after_accept=point == "after_accept"))
+    npa = _fork_submit(world, "matrix-1", pdeathsig=pdeathsig)
+    child = children.identify(hang.hanging_pid())
+    os.kill(npa, how)
+    _wait(npa)
+    # SIGTERM is an interrupt: npa kills its child itself; only a SIGKILL without the
+    # parent-death signal leaves the child running
+    orphaned = how is signal.SIGKILL and not pdeathsig
+    if not orphaned:
+        assert children.wait_gone(child, WAIT) is ChildState.GONE
+    assert (children.observe(child) is ChildState.ALIVE) is orphaned
+
+    waiting = threading.Event()
+    outcome: dict[str, object] = {}
+
+    def progress(line: str) -> None:
+        if f"waiting for pid {child.pid}" in line:
+            waiting.set()
+
+    def resume() -> None:
+        from npa_infra.workflow.submission import pipeline
+
+        services = dataclasses.replace(world.services(), progress=progress)
+        outcome["result"] = pipeline.submit(
+            MINIMAL, world.options(resume_run="matrix-1"), env=world.env, services=services
+        )
+
+    thread = threading.Thread(target=resume)
+    thread.start()
+    if orphaned:
+        assert waiting.wait(WAIT)  # the resume waits for the orphan, saying so
+        hang.release()
+    thread.join(WAIT)
+    assert not thread.is_alive()
+    result = outcome["result"]
+    assert result.status == "SUBMITTED", result.to_json()  # type: ignore[attr-defined]
+    assert len(world.jobs_named("matrix-1")) == 1
+    created_by_first = point == "after_accept" or orphaned
+    assert len(_launch_calls(world)) == (1 if created_by_first else 2)
