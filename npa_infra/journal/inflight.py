@@ -1,4 +1,7 @@
-"""The launch in flight, recorded where every npa home that launches into one SkyPilot state sees it.
+"""Live actions in flight, recorded where every npa home using one SkyPilot state sees them.
+
+Two records live in ``<state dir>/npa-locks/``: the launch of a run that may be
+in flight, and a ``sky down`` of the jobs controller that may be under way.
 
 An npa home's journal knows its own launches, but another home submitting the
 same run into the same SkyPilot state directory starts a fresh transaction:
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +29,17 @@ from npa_infra.journal import files
 from npa_infra.journal.lock import STATE_LOCKS
 from npa_infra.runs.children import ChildIdentity
 
-__all__ = ["InflightLaunch", "inflight_path", "read", "remove", "write"]
+__all__ = [
+    "ControllerDown",
+    "InflightLaunch",
+    "begin_controller_down",
+    "controller_down",
+    "end_controller_down",
+    "inflight_path",
+    "read",
+    "remove",
+    "write",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,3 +94,52 @@ def read(path: Path) -> InflightLaunch | None:
 def remove(path: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerDown:
+    """A ``sky down`` of this state directory's jobs controller that may be under way."""
+
+    controller: str
+    stack: str
+    pid: int
+    at: float
+
+
+def _down_path(state_dir: Path) -> Path:
+    return state_dir / STATE_LOCKS / "controller-down.json"
+
+
+def begin_controller_down(state_dir: Path, down: ControllerDown) -> None:
+    """Durable before ``sky down`` is sent: no launch into this state starts while it stands."""
+    path = _down_path(state_dir)
+    old = os.umask(0o077)
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    finally:
+        os.umask(old)
+    body = {"controller": down.controller, "stack": down.stack, "pid": down.pid, "at": down.at}
+    files.replace_private(path, json.dumps(body, sort_keys=True).encode("utf-8"))
+
+
+def end_controller_down(state_dir: Path) -> None:
+    """The down has a definite answer (torn down, already absent, or refused untouched)."""
+    remove(_down_path(state_dir))
+
+
+def controller_down(state_dir: Path) -> ControllerDown | None:
+    """The recorded down, if one may be under way; an unreadable record counts as one."""
+    try:
+        raw = json.loads(_down_path(state_dir).read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return ControllerDown(controller="?", stack="?", pid=0, at=0.0)
+    if not isinstance(raw, dict):
+        return ControllerDown(controller="?", stack="?", pid=0, at=0.0)
+    return ControllerDown(
+        controller=str(raw.get("controller") or "?"),
+        stack=str(raw.get("stack") or "?"),
+        pid=int(raw.get("pid") or 0),
+        at=float(raw.get("at") or 0.0),
+    )

@@ -74,10 +74,10 @@ BOUNDARIES: tuple[Boundary, ...] = (
     ),
     Boundary(
         Mutation.CONTROLLER_DOWN,
-        intent=None,
-        outcome=None,
-        crash_test=None,
-        note="gated on the journal's runs; not journaled itself (issue 16 makes teardown whole)",
+        intent="begin_controller_down",  # journal.inflight: <state>/npa-locks/controller-down.json
+        outcome="end_controller_down",  # cleared on a definite answer; launches refuse meanwhile
+        crash_test="tests/integration/stack/test_controller.py::"
+        "test_delete_killed_during_sky_down_blocks_launches_until_rerun_finishes",
     ),
     Boundary(
         Mutation.PROBE_POD_CREATE,

@@ -37,6 +37,7 @@ shows only the message.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,7 @@ from npa_infra.errors import (
     SkyPilotDriftError,
     StorageError,
 )
+from npa_infra.journal import inflight
 from npa_infra.kube.base import KubeCluster
 from npa_infra.skypilot.base import SkyPilot
 from npa_infra.skypilot.isolation import ControllerSettings, IsolatedDir, controller_pod_config
@@ -151,11 +153,21 @@ class ControllerProvider(dynamic.ResourceProvider):
                 remedy=f"npa stack destroy --stack {stack} --cancel-runs --yes",
                 details={"active_runs": [r.run_id for r in decision.active]},
             )
-        result = self._client(props, env).down_controller()
+        state_dir = Path(str(props["state_dir"])).expanduser()
+        client = self._client(props, env)
+        # intent before the mutation (faults.md invariant 5): while it stands no submit
+        # launches into this state, and a rerun of the destroy finishes the down
+        inflight.begin_controller_down(
+            state_dir,
+            inflight.ControllerDown(str(_id), stack, os.getpid(), time.time()),
+        )
+        result = client.down_controller()
         if result.outcome in (DownOutcome.TORN_DOWN, DownOutcome.ALREADY_ABSENT):
-            IsolatedDir(Path(str(props["state_dir"])).expanduser()).release()
+            IsolatedDir(state_dir).release()
+            inflight.end_controller_down(state_dir)
             return
         if result.outcome is DownOutcome.BLOCKED_IN_PROGRESS:
+            inflight.end_controller_down(state_dir)  # refused before anything was torn down
             raise RunStateError(
                 "SkyPilot refuses to tear down the controller: in-progress managed jobs "
                 f"found ({result.detail[:300]}). Hint: cancel them by id "

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from npa_infra.errors import RunCancelledError, UncertainOutcomeError
+from npa_infra.errors import RunCancelledError, RunStateError, UncertainOutcomeError
 from npa_infra.runs import codec, transaction
 from npa_infra.runs.lifecycle import RunStatus
 from npa_infra.runs.models import LaunchState, ReconciliationState, TransactionRecord
@@ -171,6 +171,26 @@ def launch_wave(
         lock.release()
 
 
+def _refuse_during_controller_down(request: LiveRequest, isolated: IsolatedDir) -> None:
+    """Never launch into a state whose controller a teardown may be taking down.
+
+    Raises:
+        RunStateError: a ``sky down`` of this controller is recorded as under way.
+    """
+    from npa_infra.journal import inflight
+
+    down = inflight.controller_down(isolated.root)
+    if down is None:
+        return
+    raise RunStateError(
+        f"the SkyPilot controller of {isolated.root} is being torn down (stack {down.stack}, "
+        f"pid {down.pid}): a launch now could be lost with it",
+        remedy=f"finish the teardown (`npa stack destroy --stack {down.stack} --yes`), bring "
+        "the stack up again, then rerun this command",
+        details={"run_id": request.run_id, "stack": down.stack},
+    )
+
+
 def _settle_foreign(
     request: LiveRequest, sky: SkyPilot, isolated: IsolatedDir, home: str, clock: Clock
 ) -> None:
@@ -246,6 +266,7 @@ def _launch_lock(
     )
     lock.acquire(wait=LAUNCH_LOCK_WAIT, on_wait=waiting)
     try:
+        _refuse_during_controller_down(request, isolated)
         _settle_foreign(request, sky, isolated, home, clock)
         run = journal.get_run(request.run_id)
         cancel = (run.data or {}).get("cancel_requested") if run is not None else None

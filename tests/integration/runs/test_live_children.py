@@ -343,3 +343,17 @@ def test_crash_matrix_point_by_child_fate_by_signal_keeps_one_job(
     assert len(world.jobs_named("matrix-1")) == 1
     created_by_first = point == "after_accept" or orphaned
     assert len(_launch_calls(world)) == (1 if created_by_first else 2)
+
+
+def test_no_launch_into_a_state_whose_controller_down_is_recorded(world: World) -> None:
+    from npa_infra.journal import inflight
+
+    inflight.begin_controller_down(
+        world.isolated.root, inflight.ControllerDown("sky-jobs-controller-x", "dev", 1, 1.0)
+    )
+    with pytest.raises(RunStateError, match="is being torn down"):
+        world.submit(MINIMAL, run_id="down-1")
+    assert _launch_calls(world) == []
+    inflight.end_controller_down(world.isolated.root)
+    assert world.submit(MINIMAL, resume_run="down-1").status == "SUBMITTED"
+    assert len(world.jobs_named("down-1")) == 1
