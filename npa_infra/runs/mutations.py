@@ -95,17 +95,18 @@ BOUNDARIES: tuple[Boundary, ...] = (
     ),
     Boundary(
         Mutation.PULUMI_UP,
-        intent=None,
-        outcome=None,
-        crash_test=None,
-        note="the engine's own checkpoint is the durable record; npa's journal has none",
+        intent="npa-operations",  # stack.runner: <PULUMI_HOME>/npa-operations/<stack>/<pid>.json
+        outcome="npa-operations",  # removed once the engine answered; its checkpoint is the rest
+        crash_test="tests/unit/stack/test_runner.py::"
+        "test_engine_mutation_killed_then_next_one_refreshes_first",
+        note="a leftover record makes the next up/destroy refresh first",
     ),
     Boundary(
         Mutation.PULUMI_DESTROY,
-        intent=None,
-        outcome=None,
-        crash_test=None,
-        note="as for up",
+        intent="npa-operations",
+        outcome="npa-operations",
+        crash_test="tests/unit/stack/test_runner.py::"
+        "test_engine_mutation_killed_then_next_one_refreshes_first",
     ),
 )
 

@@ -26,7 +26,10 @@ with the fix (style.md rule 8):
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -86,6 +89,18 @@ class RunnerSettings:
     env_vars: Mapping[str, str]  # added to the engine's environment (never argv)
     config_file: Path | None = None
     on_output: Callable[[str], None] | None = None
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def missing_cli() -> EngineUnavailableError:
@@ -270,9 +285,64 @@ class StackRunner:
         return self._report(events, result.change_summary)
 
     def up(self) -> EngineUpdate:
-        result = self._call("up", [], lambda s, common: s.up(show_secrets=False, **common))
+        with self._mutation("up"):
+            result = self._call("up", [], lambda s, common: s.up(show_secrets=False, **common))
         outputs = {k: OutputEntry(v.value, bool(v.secret)) for k, v in result.outputs.items()}
         return EngineUpdate(_summary(result.summary), outputs)
+
+    def interrupted(self) -> list[dict[str, Any]]:
+        """The ``up``/``destroy`` operations earlier npa processes began and never saw end:
+        records whose process is gone (a live one belongs to a concurrent operation, which
+        the engine's own stack lock turns away)."""
+        found: list[dict[str, Any]] = []
+        for path in sorted(self._operations_dir().glob("*.json")):
+            try:
+                raw = json.loads(path.read_bytes())
+            except (OSError, ValueError):
+                raw = {"operation": "unknown", "pid": 0}
+            if not isinstance(raw, dict):
+                raw = {"operation": "unknown", "pid": 0}
+            if not _alive(int(raw.get("pid") or 0)):
+                found.append({**raw, "record": str(path)})
+        return found
+
+    def _operations_dir(self) -> Path:
+        return self.settings.pulumi_home / "npa-operations" / self.settings.stack
+
+    @contextmanager
+    def _mutation(self, operation: str) -> Iterator[None]:
+        """Intent before ``up``/``destroy``, outcome after (faults.md invariant 5).
+
+        An earlier process that died inside one may have left the engine's checkpoint
+        with pending operations; a ``refresh`` first reconciles the state with the
+        cloud, so this operation starts from what exists. The record (one per process)
+        is removed once the engine answered (success or a translated failure); an
+        interrupt or a crash leaves it for the next operation.
+        """
+        from npa_infra.journal import files
+
+        earlier = self.interrupted()
+        if earlier:
+            self.refresh()
+            for record in earlier:
+                Path(str(record["record"])).unlink(missing_ok=True)
+        directory = self._operations_dir()
+        old = os.umask(0o077)
+        try:
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        finally:
+            os.umask(old)
+        path = directory / f"{os.getpid()}.json"
+        intent: dict[str, Any] = {"operation": operation, "pid": os.getpid(), "at": time.time()}
+        if earlier:
+            intent["after_interrupted"] = [r.get("operation", "unknown") for r in earlier]
+        files.replace_private(path, json.dumps(intent, sort_keys=True).encode("utf-8"))
+        try:
+            yield
+        except NpaError:
+            path.unlink(missing_ok=True)  # the engine answered: its checkpoint is the outcome
+            raise
+        path.unlink(missing_ok=True)
 
     def refresh(self) -> UpdateSummary:
         result = self._call(
@@ -281,13 +351,14 @@ class StackRunner:
         return _summary(result.summary)
 
     def destroy(self, *, exclude_protected: bool = False) -> UpdateSummary:
-        result = self._call(
-            "destroy",
-            [],
-            lambda s, common: s.destroy(
-                show_secrets=False, exclude_protected=exclude_protected or None, **common
-            ),
-        )
+        with self._mutation("destroy"):
+            result = self._call(
+                "destroy",
+                [],
+                lambda s, common: s.destroy(
+                    show_secrets=False, exclude_protected=exclude_protected or None, **common
+                ),
+            )
         return _summary(result.summary)
 
     def outputs(self) -> dict[str, OutputEntry]:

@@ -8,7 +8,10 @@ turns them into the diff report and maps every failure to an ``NpaError``.
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pulumi.automation import errors as auto_errors
@@ -353,3 +356,57 @@ def test_translate_missing_binary_is_engine_unavailable() -> None:
         "pulumi CLI not found",
         3,
     )
+
+
+# -- up/destroy are journaled mutations (faults.md invariant 5) ---------------------------------
+class _DiesInUp(ReplayPulumiCommand):
+    """The engine call of ``up`` never returns: npa is SIGKILLed inside it."""
+
+    def run(self, args: list[str], *rest: Any, **kwargs: Any) -> Any:
+        if "up" in args:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().run(args, *rest, **kwargs)
+
+
+@pytest.mark.parametrize("operation", ["up", "destroy"])
+def test_engine_mutation_killed_then_next_one_refreshes_first(
+    settings: RunnerSettings, operation: str
+) -> None:
+    pid = os.fork()
+    if pid == 0:  # a real npa process dying inside `pulumi up`
+        try:
+            StackRunner(settings, command=_DiesInUp({})).up()
+        finally:
+            os._exit(3)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    probe = StackRunner(settings, command=ReplayPulumiCommand({}))
+    [left] = probe.interrupted()
+    assert left["operation"] == "up" and left["pid"] == pid
+
+    answer = (
+        {"up": Replay(events=events("create")), "stack output": Replay(stdout="{}")}
+        if operation == "up"
+        else {"destroy": Replay(events=events("delete"))}
+    )
+    command = ReplayPulumiCommand(
+        {"refresh": Replay(events=events("noop")), "stack history": _history(), **answer}
+    )
+    runner = StackRunner(settings, command=command)
+    runner.up() if operation == "up" else runner.destroy()
+    operations = [c.operation for c in command.calls if c.operation in ("refresh", operation)]
+    assert operations == ["refresh", operation]  # the interrupted checkpoint is reconciled first
+    assert runner.interrupted() == []
+    assert not any((settings.pulumi_home / "npa-operations" / "dev").glob("*.json"))
+
+
+def test_engine_mutation_that_answered_leaves_no_record(settings: RunnerSettings) -> None:
+    command = ReplayPulumiCommand(
+        {"up": Replay(code=255, stderr=LOCK_TEXT), "stack history": _history()}
+    )
+    runner = StackRunner(settings, command=command)
+    with pytest.raises(StackLockedError):
+        runner.up()
+    assert runner.interrupted() == []
+    assert not any((settings.pulumi_home / "npa-operations" / "dev").glob("*.json"))
+    assert "refresh" not in [c.operation for c in command.calls]
