@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from npa_infra.cli import output
+from npa_infra.cli import output, services
 
 if TYPE_CHECKING:
     from npa_infra.workflow.planning.accelerators import GpusReport
@@ -23,6 +23,7 @@ __all__ = ["gpus_cmd"]
 
 
 def gpus_cmd(
+    ctx: typer.Context,
     cluster: Annotated[
         str,
         typer.Option(
@@ -57,6 +58,7 @@ def gpus_cmd(
             spec_path=spec,
             variables=options.parse_vars(var or []),
             catalog_path=catalog,
+            cluster_factory=services.build(ctx.obj).gpu_cluster,
         )
     except NpaError as exc:
         output.fail(exc, as_json=as_json)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from npa_infra.cli import flags, gpus, output, source
+from npa_infra.cli import flags, gpus, output, services, source
 
 if TYPE_CHECKING:
     from npa_infra.registry.models import CheckResult
@@ -182,6 +182,7 @@ def _print_checks(rows: "list[CheckResult] | tuple[CheckResult, ...]") -> None:
 
 @app.command("preflight-images")
 def preflight_images(
+    ctx: typer.Context,
     spec: SpecArg,
     var: VarOpt = None,
     assume_decision: AssumeOpt = None,
@@ -221,6 +222,7 @@ def preflight_images(
             catalog_path=catalog,
             infra=infra,
             image_bootstrap_timeout_seconds=image_bootstrap_timeout_seconds,
+            services=services.build(ctx.obj),
         )
     if as_json:
         output.emit_json(report.to_json())
@@ -287,6 +289,7 @@ def _submit_outputs(
 @app.command("submit")
 @flags.submit_options(outputs=_submit_outputs)
 def submit(
+    ctx: typer.Context,
     spec: Annotated[Path, typer.Argument(help="An npa.workflow spec or a raw SkyPilot task YAML.")],
     **values: Any,
 ) -> None:
@@ -301,7 +304,6 @@ def submit(
     """
     # The options are workflow.submission.submitflags' table (cli/flags.py builds the signature).
     from npa_infra.errors import UsageError
-    from npa_infra.workflow.execution import adapters
     from npa_infra.workflow.submission import pipeline, submitflags
 
     output_format: str | None = values.pop("output_format")
@@ -315,8 +317,8 @@ def submit(
                 f"invalid --output-format {output_format!r}", remedy="use text or json"
             )
         opts = submitflags.SubmitOptions(**submitflags.fields_from_cli(values))
-        services = None if json_out else adapters.LiveServices(progress=output.warn)
-        report = pipeline.submit(spec, opts, services=services)
+        given = services.build(ctx.obj, progress=None if json_out else output.warn)
+        report = pipeline.submit(spec, opts, services=given)
     if not isinstance(report, pipeline.SubmitReport):
         _finish_live(report, json_out)
         return
@@ -392,7 +394,6 @@ def status(
     import os
 
     from npa_infra.errors import UsageError
-    from npa_infra.workflow.execution import adapters
     from npa_infra.workflow.operations import runstatus
 
     if (run_id is None) == (not all_runs) or (stack is not None and not all_runs):
@@ -400,8 +401,7 @@ def status(
             UsageError("give exactly one of RUN_ID or --all (--stack needs --all)"),
             as_json=as_json,
         )
-    # the adapters and clock an embedding caller (or a test) put in the root context
-    services = ctx.obj if isinstance(ctx.obj, adapters.LiveServices) else None
+    given = services.build(ctx.obj)  # what an embedding caller (or a test) put there
     with _guard(as_json, {"run_id": run_id}):
         for number, report in enumerate(
             runstatus.refreshes(
@@ -410,7 +410,7 @@ def status(
                 stack=stack,
                 cached=cached,
                 interval=interval,
-                services=services,
+                services=given,
             )
         ):
             if not as_json:
@@ -479,7 +479,7 @@ def _dash(value: object) -> str:
 
 
 @app.command("cancel")
-def cancel(run_id: RunIdArg, as_json: JsonOpt = False) -> None:
+def cancel(ctx: typer.Context, run_id: RunIdArg, as_json: JsonOpt = False) -> None:
     """Cancel every non-terminal job of a run by exact id, and wait until each is terminal.
 
     Exit codes: 0 not_submitted, already_absent or cancelled; 1 unknown_run;
@@ -490,7 +490,7 @@ def cancel(run_id: RunIdArg, as_json: JsonOpt = False) -> None:
     from npa_infra.workflow.operations import cancellation
 
     with _guard(as_json, {"run_id": run_id}):
-        report = cancellation.cancel_run(run_id, env=os.environ)
+        report = cancellation.cancel_run(run_id, env=os.environ, services=services.build(ctx.obj))
     if as_json:
         output.emit_json(report.to_json())
     else:

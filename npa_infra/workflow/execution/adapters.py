@@ -5,7 +5,12 @@ Kubernetes context, and the clock.
 reading the queue) gets its SkyPilot: it resolves and prepares the state
 directory, binds it to the stack's outputs (``target.stackbinding``) and runs the
 drift gate (``skypilot.livegate``) first, so no live action reaches a drifted
-SkyPilot. ``LiveServices`` lets tests inject each adapter; ``None`` is the real one.
+SkyPilot.
+
+``Services`` is the one injection point of the SDK (issue 15): the CLI builds it
+once, tests and embedding callers pass their doubles in it, and each field left
+``None`` is the real adapter, opened where it is first needed (the real default
+of each is named beside its field). ``LiveServices`` is its older name.
 """
 
 from __future__ import annotations
@@ -23,28 +28,42 @@ from npa_infra.workflow.target import stackbinding
 
 if TYPE_CHECKING:
     from npa_infra.kube.base import KubeCluster
+    from npa_infra.registry.base import Registry
     from npa_infra.skypilot.base import SkyPilot
     from npa_infra.skypilot.drift import Advisory
     from npa_infra.skypilot.isolation import IsolatedDir
     from npa_infra.stack.api import EngineFactory
     from npa_infra.storage.base import ObjectStore
+    from npa_infra.workflow.planning.accelerators import ClusterFactory
+    from npa_infra.workflow.planning.pullcheck import ProberFactory
     from npa_infra.workflow.target.stackfile import StackSettings
 
-__all__ = ["LiveServices", "open_adapters", "recorded_state_dir"]
+__all__ = ["LiveServices", "Services", "open_adapters", "recorded_state_dir"]
 
 
 @dataclass(frozen=True, slots=True)
-class LiveServices:
-    """The adapters of a live submit; each ``None`` means the real one."""
+class Services:
+    """The adapters of the SDK's commands; each ``None`` means the real one."""
 
+    # SkyPilot on the isolated state directory (default: ``SkyCli`` behind the drift gate)
     sky: Callable[[IsolatedDir, Mapping[str, str]], SkyPilot] | None = None
+    # the live run's exact context, by kubeconfig path (default: ``kube.client.KubeApi``)
     cluster: Callable[[Path, str], KubeCluster] | None = None
-    clock: Clock | None = None
-    readiness: Callable[..., Any] | None = None
-    isolated_dir: Path | None = None
+    # GPU catalog of ``--infra k8s/<ctx>``, by context (default: ``accelerators.open_cluster``)
+    gpu_cluster: ClusterFactory | None = None
+    # the in-cluster pull probe, by context (default: ``pullcheck.open_prober``)
+    prober: ProberFactory | None = None
+    # image preflight's registry; an injected one is not closed (default: ``imagecheck.open_client``)
+    registry: Callable[[], Registry] | None = None
     store: Callable[[], ObjectStore] | None = None  # decision artifacts (default: boto3)
-    progress: Callable[[str], None] | None = None  # one line per change, for people (stderr)
     stack_engine: EngineFactory | None = None  # the stack's outputs (default: the Pulumi engine)
+    clock: Clock | None = None  # default: ``time.time``, ``time.sleep``, ``random.random``
+    readiness: Callable[..., Any] | None = None  # default: ``launcher``'s readiness probe
+    progress: Callable[[str], None] | None = None  # one line per change, for people (stderr)
+    isolated_dir: Path | None = None  # default: resolved from the stack and configuration
+
+
+LiveServices = Services  # the name before it covered planning's adapters too
 
 
 def recorded_state_dir(data: Mapping[str, Any] | None) -> str | None:
@@ -55,7 +74,7 @@ def recorded_state_dir(data: Mapping[str, Any] | None) -> str | None:
 
 def open_adapters(
     env: Mapping[str, str],
-    given: LiveServices | None,
+    given: Services | None,
     *,
     context: str,
     stack_name: str | None,
@@ -80,7 +99,7 @@ def open_adapters(
     from npa_infra.skypilot import isolation, livegate
     from npa_infra.skypilot import resolve as sky_resolve
 
-    given = given or LiveServices()
+    given = given or Services()
     config = npa_config.load_config(env)
     if given.isolated_dir is not None:
         isolated = isolation.IsolatedDir(given.isolated_dir)

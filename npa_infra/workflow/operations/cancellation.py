@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from npa_infra.journal.lock import RunLock
     from npa_infra.journal.store import Journal
     from npa_infra.skypilot.base import SkyPilot
-    from npa_infra.workflow.execution.adapters import LiveServices
+    from npa_infra.workflow.execution.adapters import Services
     from npa_infra.workflow.execution.launcher import Clock
 
 __all__ = ["CANCEL_EXIT_CODES", "CancelReport", "cancel_run"]
@@ -79,7 +79,7 @@ class CancelReport:
 
 
 def cancel_run(
-    run_id: str, *, env: Mapping[str, str], services: LiveServices | None = None
+    run_id: str, *, env: Mapping[str, str], services: Services | None = None
 ) -> CancelReport:
     """Cancel the run's jobs; never raises for an expected outcome."""
     from npa_infra.journal.store import Journal
@@ -138,7 +138,7 @@ def cancel_run(
         journal.close()
 
 
-def _clock(services: LiveServices | None) -> Clock:
+def _clock(services: Services | None) -> Clock:
     import random
     import time
 

@@ -13,7 +13,7 @@ one node list per (stack, context), never a read per job. Exit codes: cli.md
 §1.5; for ``--all`` the worst of the runs' codes (``worst_exit_code``).
 
 ``refreshes`` is ``--watch``: one report per refresh, ``interval`` seconds
-apart on the injected clock (``LiveServices.clock``; the real ``time.sleep``
+apart on the injected clock (``Services.clock``; the real ``time.sleep``
 only when none is given), until no listed run is in progress.
 """
 
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from npa_infra.kube.models import PodObservation
     from npa_infra.skypilot.drift import Advisory
     from npa_infra.skypilot.models import QueueRecord
-    from npa_infra.workflow.execution.adapters import LiveServices
+    from npa_infra.workflow.execution.adapters import Services
 
 __all__ = [
     "IN_PROGRESS_STATUSES",
@@ -180,7 +180,7 @@ def run_status(
     *,
     env: Mapping[str, str],
     cached: bool = False,
-    services: LiveServices | None = None,
+    services: Services | None = None,
 ) -> StatusReport:
     """The run's status; ``NOT_FOUND`` when the journal has never seen it."""
     from npa_infra.journal.store import Journal
@@ -206,7 +206,7 @@ def all_status(
     env: Mapping[str, str],
     stack: str | None = None,
     cached: bool = False,
-    services: LiveServices | None = None,
+    services: Services | None = None,
 ) -> AllStatusReport:
     """Every non-terminal run (of ``stack``), verified with one read of each kind per context."""
     from npa_infra.journal.store import Journal
@@ -245,7 +245,7 @@ def refreshes(
     stack: str | None = None,
     cached: bool = False,
     interval: float = WATCH_INTERVAL_SECONDS,
-    services: LiveServices | None = None,
+    services: Services | None = None,
 ) -> Iterator[StatusReport | AllStatusReport]:
     """``--watch``: the run's (``run_id``) or all runs' (None) report, once per refresh.
 
@@ -389,7 +389,7 @@ def _settled(report: StatusReport, run: RunRow, cached: bool) -> bool:
 def _verify_group(
     reports: list[StatusReport],
     env: Mapping[str, str],
-    services: LiveServices | None,
+    services: Services | None,
     run: RunRow,
 ) -> None:
     """One queue read for every report of one (stack, context), then ``_verify``."""

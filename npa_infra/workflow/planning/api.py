@@ -23,8 +23,7 @@ from npa_infra.workflow.planning import identity, loading
 from npa_infra.workflow.planning.fingerprint import plan_fingerprint
 
 if TYPE_CHECKING:
-    from npa_infra.registry.base import Registry
-    from npa_infra.workflow.planning.pullcheck import ProberFactory
+    from npa_infra.workflow.execution.adapters import Services
     from preflight.images import ImagePreflightReport
 
 __all__ = [
@@ -166,21 +165,20 @@ def preflight_images(
     project_root: Path | None = None,
     catalog_path: Path | None = None,
     env: Mapping[str, str] | None = None,
-    client: Registry | None = None,
     infra: str | None = None,
     image_bootstrap_timeout_seconds: float = 1800.0,
-    prober: ProberFactory | None = None,
+    services: Services | None = None,
 ) -> ImagePreflightReport:
     """Check every control-flow-reachable image of a spec against its registry (cli.md §1.3).
 
     Every decision outcome counts, so ``assume_decision`` (kept for parity
     with ``plan-spec``) never narrows the set. Each distinct image is checked
-    once, concurrently; ``client`` replaces the real registry client. With
-    ``infra`` = ``k8s/<context>``, each registry-``ok`` image of a Kubernetes
-    step is then pulled in-cluster by a probe pod (kubernetes.md §9), watched
-    for at most ``image_bootstrap_timeout_seconds`` (0 = no deadline);
-    ``prober`` replaces the real Kubernetes adapter. Without it those rows
-    are ``target_pull_unverified``.
+    once, concurrently; ``services.registry`` replaces the real registry
+    client. With ``infra`` = ``k8s/<context>``, each registry-``ok`` image of a
+    Kubernetes step is then pulled in-cluster by a probe pod (kubernetes.md
+    §9), watched for at most ``image_bootstrap_timeout_seconds`` (0 = no
+    deadline); ``services.prober`` replaces the real Kubernetes adapter.
+    Without ``infra`` those rows are ``target_pull_unverified``.
 
     Raises:
         SpecError: the spec is invalid.
@@ -202,9 +200,12 @@ def preflight_images(
     selection = images.ImageSelection(
         tuple(image_overrides), image, imagecheck.catalog_registry(registry, settings, environ)
     )
-    own = client is None
-    checker = client or imagecheck.open_client(
-        environ, stack=stack, insecure_hosts=insecure_registries
+    injected = services.registry if services is not None else None
+    own = injected is None
+    checker = (
+        injected()
+        if injected is not None
+        else imagecheck.open_client(environ, stack=stack, insecure_hosts=insecure_registries)
     )
     run_id = f"{v.spec.name}-plan"
     try:
@@ -236,7 +237,7 @@ def preflight_images(
             selection=selection,
             options=options,
             env=environ,
-            prober=prober,
+            prober=services.prober if services is not None else None,
         )
     except PlanError as err:
         raise plan_error(v, err) from None

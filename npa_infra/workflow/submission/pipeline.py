@@ -33,7 +33,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from npa_infra import config as npa_config
 from npa_infra.errors import SpecError, UsageError
@@ -44,15 +44,12 @@ from npa_infra.render.tasks import RenderSettings, secret_names_for_image
 from npa_infra.runs.lifecycle import RunStatus
 from npa_infra.spec.model import ExecutionMode
 from npa_infra.workflow.execution import adapters, liverun
-from npa_infra.workflow.planning import accelerators, api, identity, imagecheck, loading, pullcheck
+from npa_infra.workflow.planning import accelerators, api, identity, imagecheck, loading
 from npa_infra.workflow.planning.fingerprint import plan_fingerprint, run_fingerprint
 from npa_infra.workflow.submission import imagegate, reidentification, sourcing, submitflags
 from npa_infra.workflow.submission.submitflags import SubmitOptions
 from npa_infra.workflow.supervision import runner
 from npa_infra.workflow.target import credentials, stackbinding, stackfile
-
-if TYPE_CHECKING:
-    from npa_infra.registry.base import Registry
 
 __all__ = ["SubmitReport", "submit"]
 
@@ -147,15 +144,12 @@ def submit(
     options: SubmitOptions,
     *,
     env: Mapping[str, str] | None = None,
-    cluster_factory: accelerators.ClusterFactory | None = None,
-    services: adapters.LiveServices | None = None,
-    registry_client: Registry | None = None,
-    pull_prober: pullcheck.ProberFactory | None = None,
+    services: adapters.Services | None = None,
 ) -> SubmitReport | liverun.LiveResult:
     """Plan and render a spec (or raw SkyPilot YAML); launch it unless ``plan_only``.
 
-    ``registry_client`` replaces the real registry client of image preflight,
-    ``pull_prober`` the Kubernetes adapter of its in-cluster pull probe.
+    ``services`` replaces adapters: ``gpu_cluster`` for accelerator resolution,
+    ``registry`` and ``prober`` for image preflight, the rest for the live run.
 
     Raises:
         SpecError, UsageError, RenderError: the spec, the options or the rendering.
@@ -215,6 +209,7 @@ def submit(
         )
     except PlanError as err:
         raise api.plan_error(v, err) from None
+    given = services or adapters.Services()
     stack = _stack_settings(options, environ, services)
     stackbinding.context(options.infra, stack)  # never a cluster other than the stack's
     registry = imagecheck.catalog_registry(options.registry, stack, environ)
@@ -223,7 +218,7 @@ def submit(
         infra=options.infra,
         enabled=options.resolve_accelerators,
         env=environ,
-        cluster_factory=cluster_factory,
+        cluster_factory=given.gpu_cluster,
     )
     selection = images.ImageSelection(tuple(options.image_overrides), options.image, registry)
     checked, image_pins = imagegate.check(
@@ -234,8 +229,8 @@ def submit(
         options,
         environ,
         stack=stack,
-        client=registry_client,
-        prober=pull_prober,
+        client=given.registry() if given.registry is not None else None,
+        prober=given.prober,
     )
     source = sourcing.plan_source(
         spec,
@@ -276,7 +271,7 @@ def submit(
         )
         # The planned source action is journaled with the run; the staging itself runs
         # once the run is durable, before the first launch (runtime-reference.md §1, §6).
-        store = services.store if services is not None else None
+        store = given.store
         request = dataclasses.replace(
             request,
             extra={**request.extra, "source": source.to_json(), **stackbinding.record(stack)},
@@ -286,7 +281,7 @@ def submit(
         )
         if runtime:
             router = reidentification.Router(
-                catalog, run_id, options, settings, environ, cluster_factory
+                catalog, run_id, options, settings, environ, given.gpu_cluster
             )
 
             def replan(decided: Mapping[str, str]) -> liverun.RoutedPlan:
@@ -363,7 +358,7 @@ def _source_request(options: SubmitOptions) -> sourcing.SourceRequest:
 
 
 def _stack_settings(
-    options: SubmitOptions, env: Mapping[str, str], services: adapters.LiveServices | None = None
+    options: SubmitOptions, env: Mapping[str, str], services: adapters.Services | None = None
 ) -> stackfile.StackSettings | None:
     """The stack's file; for a live submit overlaid with its outputs when the engine has them
     (pulumi.md: submit runs against what the stack declared, not ad-hoc flags)."""
@@ -435,7 +430,7 @@ def _submit_raw(
     text: str,
     options: SubmitOptions,
     env: Mapping[str, str],
-    services: adapters.LiveServices | None = None,
+    services: adapters.Services | None = None,
 ) -> SubmitReport | liverun.LiveResult:
     docs, issues = raw.load_raw_task(text, str(spec_path), options.variables)
     if issues:

@@ -55,7 +55,7 @@ def _boto_store() -> ObjectStore:
 
 
 def execute(
-    request: LiveRequest, env: Mapping[str, str], services: adapters.LiveServices | None = None
+    request: LiveRequest, env: Mapping[str, str], services: adapters.Services | None = None
 ) -> LiveResult:
     """Launch (or re-enter) the run; never raises for an expected outcome.
 

@@ -22,6 +22,7 @@ from npa_infra.registry import credentials, reference
 from npa_infra.registry.classify import BASIC_DETAIL
 from npa_infra.registry.client import RegistryClient
 from npa_infra.registry.models import LINUX_AMD64, CheckStatus, ImageRef, ManifestCheck
+from npa_infra.workflow.execution import adapters
 from npa_infra.workflow.planning import api
 from npa_infra.workflow.submission import pipeline, submitflags
 from preflight import images as preflight_images
@@ -479,7 +480,11 @@ def test_sdk_preflight_images_real_registry_rows_and_exit_code(
     registry_plain.push("public/app", "v1")
 
     with _client(registry_plain) as client:
-        report = api.preflight_images(spec_on, env={"NPA_HOME": str(tmp_path)}, client=client)
+        report = api.preflight_images(
+            spec_on,
+            env={"NPA_HOME": str(tmp_path)},
+            services=adapters.Services(registry=lambda: client),
+        )
 
     rows = {r.image: r for r in report.rows}
     assert rows[registry_plain.ref("public/app", "v1")].steps == ("a", "c")
@@ -503,7 +508,10 @@ def test_sdk_submit_plan_only_renders_the_resolved_digest(
 
     with _client(registry_plain) as client:
         report = pipeline.submit(
-            spec_on, options, env={"NPA_HOME": str(tmp_path / "home")}, registry_client=client
+            spec_on,
+            options,
+            env={"NPA_HOME": str(tmp_path / "home")},
+            services=adapters.Services(registry=lambda: client),
         )
 
     assert isinstance(report, pipeline.SubmitReport)

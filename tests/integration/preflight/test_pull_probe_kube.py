@@ -26,6 +26,7 @@ from npa_infra.kube.probe import ProbeApi
 from npa_infra.registry import contract
 from npa_infra.registry.models import CheckStatus, ManifestCheck, ProbeCleanup, ProbeVerdict
 from npa_infra.testing.registry import FakeRegistry, fake_digest
+from npa_infra.workflow.execution import adapters
 from npa_infra.workflow.planning import api
 from npa_infra.workflow.submission import pipeline, submitflags
 from npa_infra.workflow.supervision import runner
@@ -429,7 +430,9 @@ def _any_probe_pod(fake: FakeKube, action: Kubelet) -> _Kubelet:
 def test_sdk_preflight_images_without_infra_unverified_no_cluster_call(
     cluster: FakeKube, spec: Path, tmp_path: Path
 ) -> None:
-    report = api.preflight_images(spec, env=_env(cluster, tmp_path), client=FakeRegistry())
+    report = api.preflight_images(
+        spec, env=_env(cluster, tmp_path), services=adapters.Services(registry=FakeRegistry)
+    )
 
     (row,) = report.rows
     assert row.status is CheckStatus.TARGET_PULL_UNVERIFIED
@@ -442,10 +445,14 @@ def test_sdk_preflight_images_probe_then_cache_hit_creates_no_pod(
 ) -> None:
     env = _env(cluster, tmp_path)
     kubelet = _any_probe_pod(cluster, _succeed)
-    first = api.preflight_images(spec, env=env, client=FakeRegistry(), infra="k8s/fake-a")
+    first = api.preflight_images(
+        spec, env=env, services=adapters.Services(registry=FakeRegistry), infra="k8s/fake-a"
+    )
     kubelet.join()
 
-    second = api.preflight_images(spec, env=env, client=FakeRegistry(), infra="k8s/fake-a")
+    second = api.preflight_images(
+        spec, env=env, services=adapters.Services(registry=FakeRegistry), infra="k8s/fake-a"
+    )
 
     (row1,), (row2,) = first.rows, second.rows
     assert (row1.status, row2.status) == (CheckStatus.OK, CheckStatus.OK)
@@ -464,12 +471,16 @@ def test_sdk_preflight_images_other_service_account_misses_the_cache(
 ) -> None:
     env = _env(cluster, tmp_path)
     kubelet = _any_probe_pod(cluster, _succeed)
-    api.preflight_images(spec, env=env, client=FakeRegistry(), infra="k8s/fake-a")
+    api.preflight_images(
+        spec, env=env, services=adapters.Services(registry=FakeRegistry), infra="k8s/fake-a"
+    )
     kubelet.join()
     cluster.add_service_account(NS, SA, image_pull_secrets=["rotated"])  # the SA changed
 
     kubelet = _any_probe_pod(cluster, _succeed)
-    again = api.preflight_images(spec, env=env, client=FakeRegistry(), infra="k8s/fake-a")
+    again = api.preflight_images(
+        spec, env=env, services=adapters.Services(registry=FakeRegistry), infra="k8s/fake-a"
+    )
     kubelet.join()
 
     assert again.rows[0].status is CheckStatus.OK
@@ -489,7 +500,12 @@ def test_sdk_submit_cleanup_failure_blocks_the_launch_and_leaves_the_pod(
 
     kubelet = _any_probe_pod(cluster, _succeed)
     with pytest.raises(PreflightError) as info:
-        pipeline.submit(spec, options, env=_env(cluster, tmp_path), registry_client=FakeRegistry())
+        pipeline.submit(
+            spec,
+            options,
+            env=_env(cluster, tmp_path),
+            services=adapters.Services(registry=FakeRegistry),
+        )
     kubelet.join()
 
     assert launched == []
@@ -511,6 +527,11 @@ def test_sdk_submit_registry_failure_refuses_before_any_probe_pod(
     )
 
     with pytest.raises(PreflightError):
-        pipeline.submit(spec, options, env=_env(cluster, tmp_path), registry_client=registry)
+        pipeline.submit(
+            spec,
+            options,
+            env=_env(cluster, tmp_path),
+            services=adapters.Services(registry=lambda: registry),
+        )
 
     assert cluster.calls("POST", "/pods$") == []

@@ -63,7 +63,7 @@ def settings(**extra: Any) -> Iterator[None]:
     def execute(
         request: liverun.LiveRequest,
         env: Mapping[str, str],
-        services: adapters.LiveServices | None = None,
+        services: adapters.Services | None = None,
     ) -> liverun.LiveResult:
         request = dataclasses.replace(request, extra={**request.extra, **extra})
         return original(request, env, services)

@@ -44,9 +44,9 @@ class Venv:
         }
 
 
-def _services(world: World) -> adapters.LiveServices:
+def _services(world: World) -> adapters.Services:
     """The world's clock and state directory, with the real SkyCli over the resolved binary."""
-    return adapters.LiveServices(clock=world.clock.clock(), isolated_dir=world.isolated.root)
+    return adapters.Services(clock=world.clock.clock(), isolated_dir=world.isolated.root)
 
 
 def _venv(world: World, versions: dict[str, str | None]) -> Venv:

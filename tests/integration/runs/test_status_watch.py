@@ -1,6 +1,6 @@
 """``workflow status --watch`` end to end: the CLI against the sky simulator and FakeKube.
 
-The command runs through ``CliRunner`` with the world's ``LiveServices`` as the
+The command runs through ``CliRunner`` with the world's ``Services`` as the
 root context's ``obj``, so its reads go to the simulator (one ``jobs queue``
 call advances every job one status of its timeline) and its waits to the
 world's virtual clock: ``slept`` records each wait, and none is real.

@@ -74,13 +74,11 @@ class World:
     def faults(self, *rules: dict[str, Any]) -> None:
         harness.write_faults(Path(self.env["SKYSIM_FAULTS"]), list(rules))
 
-    def services(self) -> adapters.LiveServices:
+    def services(self) -> adapters.Services:
         def sky(isolated: IsolatedDir, env: Mapping[str, str]) -> SkyCli:
             return SkyCli(self.sky_bin, isolated, env, runner=self.runner, check_ports=False)
 
-        return adapters.LiveServices(
-            sky=sky, clock=self.clock.clock(), isolated_dir=self.isolated.root
-        )
+        return adapters.Services(sky=sky, clock=self.clock.clock(), isolated_dir=self.isolated.root)
 
     def options(self, **overrides: Any) -> submitflags.SubmitOptions:
         values: dict[str, Any] = {

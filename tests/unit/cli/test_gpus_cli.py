@@ -1,7 +1,7 @@
 """``npa workbench workflow gpus`` and the submit-time GPU remap, through the real typer app.
 
-The Kubernetes side is a ``FakeCluster`` installed as
-``npa_infra.workflow.planning.accelerators.open_cluster``; every case asserts the
+The Kubernetes side is a ``FakeCluster`` given to the CLI as
+``Services.gpu_cluster`` (the root context's object); every case asserts the
 exit code, parses stdout as JSON where promised, and reads stderr
 separately (style.md rule 18).
 """
@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from npa_infra.cli.main import app
 from npa_infra.kube.base import KubeCluster
 from npa_infra.kube.models import KubeErrorKind, Taint
-from npa_infra.workflow.planning import accelerators
+from npa_infra.workflow.execution import adapters
 from tests.support.fakecluster import FakeCluster, gpu_node, kube_error
 
 GFD = "nvidia.com/gpu.product"
@@ -113,22 +113,27 @@ def _race() -> FakeCluster:
 
 
 @pytest.fixture
-def cluster(monkeypatch: pytest.MonkeyPatch) -> Installed:
-    installed = Installed(_race())
-    monkeypatch.setattr(accelerators, "open_cluster", installed)
-    return installed
+def cluster() -> Installed:
+    """The cluster the CLI is given (``Services.gpu_cluster``) in every test that asks for it."""
+    return Installed(_race())
 
 
 Invoke = Callable[..., Result]
 
 
 @pytest.fixture
-def npa() -> Invoke:
+def npa(request: pytest.FixtureRequest) -> Invoke:
+    """The CLI; with the ``cluster`` fixture it is injected, else the real kubeconfig is read."""
     runner = CliRunner()
+    given = (
+        adapters.Services(gpu_cluster=request.getfixturevalue("cluster"))
+        if "cluster" in request.fixturenames
+        else None
+    )
 
     def invoke(*args: object) -> Result:
         return runner.invoke(
-            app, ["workbench", "workflow", *map(str, args)], catch_exceptions=False
+            app, ["workbench", "workflow", *map(str, args)], obj=given, catch_exceptions=False
         )
 
     return invoke
@@ -381,11 +386,11 @@ def test_submit_gpu_env_override_wins_no_cluster(
 
 
 def test_submit_no_execute_taint_only_node_exit_1(
-    npa: Invoke, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    npa: Invoke, cluster: Installed, tmp_path: Path
 ) -> None:
     taint = Taint("node.kubernetes.io/unreachable", "", "NoExecute")
     fake = FakeCluster(CTX, [gpu_node("g", {NEBIUS: "RTX6000"}, 8, taints=[taint])])
-    monkeypatch.setattr(accelerators, "open_cluster", Installed(fake))
+    cluster.cluster = fake
 
     result = _submit(npa, spec_file(tmp_path), tmp_path, "--infra", f"k8s/{CTX}")
 

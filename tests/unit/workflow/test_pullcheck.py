@@ -12,6 +12,7 @@ from npa_infra.kube.models import KubeErrorKind
 from npa_infra.testing import kube as fakes
 from npa_infra.testing.kube import FakePodProber
 from npa_infra.testing.registry import FakeRegistry
+from npa_infra.workflow.execution import adapters
 from npa_infra.workflow.planning import pullcheck
 from npa_infra.workflow.submission import pipeline, submitflags
 from npa_infra.workflow.supervision import runner
@@ -87,8 +88,7 @@ def test_submit_live_uses_the_global_pull_secret_of_the_generated_config(
         LOOP_DECISION,
         _options(tmp_path, infra=None, stack="dev"),
         env={"NPA_HOME": str(tmp_path / "home")},
-        registry_client=FakeRegistry(),
-        pull_prober=lambda context: fake,
+        services=adapters.Services(registry=FakeRegistry, prober=lambda context: fake),
     )
 
     assert result == "launched"
@@ -110,8 +110,7 @@ def test_submit_live_probe_cleanup_failure_blocks_the_launch(
             LOOP_DECISION,
             _options(tmp_path),
             env={"NPA_HOME": str(tmp_path / "home")},
-            registry_client=FakeRegistry(),
-            pull_prober=lambda context: fake,
+            services=adapters.Services(registry=FakeRegistry, prober=lambda context: fake),
         )
 
     assert launched == []
@@ -132,7 +131,7 @@ def test_submit_no_preflight_images_never_probes(
         LOOP_DECISION,
         _options(tmp_path, preflight_images=False),
         env={"NPA_HOME": str(tmp_path / "home")},
-        pull_prober=never,
+        services=adapters.Services(prober=never),
     )
 
     assert result == "launched"

@@ -125,8 +125,8 @@ class _FinishingClock:
             journal.update_run(RUN, status="SUCCEEDED", now=3.0)
             journal.close()
 
-    def services(self) -> adapters.LiveServices:
-        return adapters.LiveServices(clock=Clock(lambda: 0.0, self.sleep, lambda: 0.5))
+    def services(self) -> adapters.Services:
+        return adapters.Services(clock=Clock(lambda: 0.0, self.sleep, lambda: 0.5))
 
 
 def test_refreshes_in_progress_until_terminal_sleeps_interval_on_the_injected_clock(

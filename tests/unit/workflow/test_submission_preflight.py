@@ -12,7 +12,7 @@ from npa_infra.errors import PreflightError
 from npa_infra.registry.models import CheckStatus, ManifestCheck
 from npa_infra.testing.kube import FakePodProber
 from npa_infra.testing.registry import FakeRegistry, fake_digest
-from npa_infra.workflow.execution import liverun
+from npa_infra.workflow.execution import adapters, liverun
 from npa_infra.workflow.planning.fingerprint import plan_fingerprint, run_fingerprint
 from npa_infra.workflow.submission import pipeline, submitflags
 from npa_infra.workflow.supervision import runner
@@ -65,8 +65,7 @@ def test_submit_live_checks_every_branch_then_launches_pinned_jobs(
         LOOP_DECISION,
         _options(tmp_path),
         env=_env(tmp_path),
-        registry_client=fake,
-        pull_prober=_prober,
+        services=adapters.Services(registry=lambda: fake, prober=_prober),
     )
 
     assert result == "launched"
@@ -89,8 +88,7 @@ def test_submit_live_fingerprint_folds_pins_and_is_stable(
             LOOP_DECISION,
             _options(tmp_path),
             env=_env(tmp_path),
-            registry_client=FakeRegistry(),
-            pull_prober=_prober,
+            services=adapters.Services(registry=FakeRegistry, prober=_prober),
         )
 
     first, second = captured
@@ -99,8 +97,7 @@ def test_submit_live_fingerprint_folds_pins_and_is_stable(
         LOOP_DECISION,
         _options(tmp_path, plan_only=True),
         env=_env(tmp_path),
-        registry_client=FakeRegistry(),
-        pull_prober=_prober,
+        services=adapters.Services(registry=FakeRegistry, prober=_prober),
     )
     assert isinstance(report, pipeline.SubmitReport) and report.plan is not None
     assert first.fingerprint != plan_fingerprint(report.plan)
@@ -118,8 +115,7 @@ def test_submit_live_refused_before_execute_with_rows(
             LOOP_DECISION,
             _options(tmp_path),
             env=_env(tmp_path),
-            registry_client=fake,
-            pull_prober=_prober,
+            services=adapters.Services(registry=lambda: fake, prober=_prober),
         )
 
     assert captured == []
@@ -138,8 +134,7 @@ def test_submit_live_no_preflight_images_launches_tags_unchecked(
         LOOP_DECISION,
         _options(tmp_path, preflight_images=False),
         env=_env(tmp_path),
-        registry_client=fake,
-        pull_prober=_prober,
+        services=adapters.Services(registry=lambda: fake, prober=_prober),
     )
 
     assert fake.calls == []
@@ -156,8 +151,7 @@ def test_submit_runtime_replan_renders_pins(
         LOOP_DECISION,
         _options(tmp_path, runtime=True, assume_decision=""),
         env=_env(tmp_path),
-        registry_client=FakeRegistry(),
-        pull_prober=_prober,
+        services=adapters.Services(registry=FakeRegistry, prober=_prober),
     )
 
     (request,) = captured
@@ -174,8 +168,7 @@ def test_submit_raw_task_preflight_skipped(tmp_path: Path) -> None:
         raw,
         _options(tmp_path, plan_only=True, variables={"MESSAGE": "hi"}),
         env=_env(tmp_path),
-        registry_client=fake,
-        pull_prober=_prober,
+        services=adapters.Services(registry=lambda: fake, prober=_prober),
     )
 
     assert isinstance(report, pipeline.SubmitReport)

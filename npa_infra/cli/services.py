@@ -1,0 +1,29 @@
+"""The one place the CLI builds the SDK's adapters (``workflow.execution.adapters.Services``).
+
+An embedding caller, or a test, puts a ``Services`` in the root click context
+(``CliRunner.invoke(app, args, obj=Services(...))``); every command that reaches
+an adapter takes its ``typer.Context`` and passes ``build(ctx.obj)`` to its SDK
+function, so a command run from the shell gets the real adapters. The SDK is imported here only when a command runs,
+so ``npa --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from npa_infra.workflow.execution.adapters import Services
+
+__all__ = ["build"]
+
+
+def build(obj: object, *, progress: Callable[[str], None] | None = None) -> Services:
+    """``obj`` (the root context's object) if it is a ``Services``, else the real adapters;
+    with ``progress`` if given."""
+    import dataclasses
+
+    from npa_infra.workflow.execution import adapters
+
+    base = obj if isinstance(obj, adapters.Services) else adapters.Services()
+    return base if progress is None else dataclasses.replace(base, progress=progress)
