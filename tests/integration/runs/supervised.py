@@ -98,3 +98,34 @@ def events(world: World, run_id: str, *kinds: str) -> list[tuple[str, dict[str, 
     finally:
         journal.close()
     return [e for e in found if not kinds or e[0] in kinds]
+
+
+CAPACITY = "0/3 nodes are available: 3 Insufficient cpu."
+# The first attempt stays PENDING on a capacity blocker (a transient one, kubernetes.md
+# §6.3); every later attempt runs to SUCCEEDED.
+UNSCHEDULABLE_FIRST: dict[str, Any] = {
+    "command": "jobs.launch",
+    "nth": 1,
+    "action": "pod_state",
+    "task": 0,
+    "pod": {
+        "phase": "Pending",
+        "conditions": [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": CAPACITY,
+            }
+        ],
+    },
+}
+BLOCKED_THEN_RUNS: list[dict[str, Any]] = [
+    {"command": "jobs.launch", "nth": 1, "action": "timeline", "statuses": ["PENDING"]},
+    UNSCHEDULABLE_FIRST,
+    {
+        "command": "jobs.launch",
+        "action": "timeline",
+        "statuses": ["PENDING", "RUNNING", "SUCCEEDED"],
+    },
+]

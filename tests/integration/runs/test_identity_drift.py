@@ -24,32 +24,8 @@ from tests.support.fakekube import FakeKube
 from tests.support.skysim.inprocess import InProcessRunner
 
 POLL = 7.0  # distinct from the cancel poll (5 s) and the retry pause (30 s)
-CAPACITY = "0/3 nodes are available: 3 Insufficient cpu."
-BLOCKED = [
-    {"command": "jobs.launch", "nth": 1, "action": "timeline", "statuses": ["PENDING"]},
-    {
-        "command": "jobs.launch",
-        "nth": 1,
-        "action": "pod_state",
-        "task": 0,
-        "pod": {
-            "phase": "Pending",
-            "conditions": [
-                {
-                    "type": "PodScheduled",
-                    "status": "False",
-                    "reason": "Unschedulable",
-                    "message": CAPACITY,
-                }
-            ],
-        },
-    },
-    {
-        "command": "jobs.launch",
-        "action": "timeline",
-        "statuses": ["PENDING", "RUNNING", "SUCCEEDED"],
-    },
-]
+CAPACITY = supervised.CAPACITY
+BLOCKED = supervised.BLOCKED_THEN_RUNS
 
 
 @dataclass

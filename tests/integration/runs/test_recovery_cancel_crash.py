@@ -39,32 +39,8 @@ from tests.support.fakekube import FakeKube
 from tests.support.skysim import harness
 
 RUN = "rc-1"
-UNSCHEDULABLE = {
-    "command": "jobs.launch",
-    "nth": 1,
-    "action": "pod_state",
-    "task": 0,
-    "pod": {
-        "phase": "Pending",
-        "conditions": [
-            {
-                "type": "PodScheduled",
-                "status": "False",
-                "reason": "Unschedulable",
-                "message": "0/3 nodes are available: 3 Insufficient cpu.",
-            }
-        ],
-    },
-}
-BLOCKED = [
-    {"command": "jobs.launch", "nth": 1, "action": "timeline", "statuses": ["PENDING"]},
-    UNSCHEDULABLE,
-    {
-        "command": "jobs.launch",
-        "action": "timeline",
-        "statuses": ["PENDING", "RUNNING", "SUCCEEDED"],
-    },
-]
+UNSCHEDULABLE = supervised.UNSCHEDULABLE_FIRST
+BLOCKED = supervised.BLOCKED_THEN_RUNS
 # the first cancel acts, then its child hangs: npa cannot journal anything after it
 HANG_AFTER_CANCEL = {
     "command": "jobs.cancel",

@@ -34,6 +34,20 @@ SCRIPT = textwrap.dedent(
 )
 
 
+def _started(script: str) -> subprocess.Popen[str]:
+    """The script running, once it says its signal handlers are installed."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == "ready\n"
+    return proc
+
+
 @pytest.mark.parametrize(
     ("how", "code"),
     [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)],
@@ -42,15 +56,7 @@ SCRIPT = textwrap.dedent(
 def test_signal_stops_npa_with_a_durable_record_and_its_exit_code(
     how: signal.Signals, code: int
 ) -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SCRIPT],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    assert proc.stdout.readline() == "ready\n"  # the handlers are installed by now
+    proc = _started(SCRIPT)
     proc.send_signal(how)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == code
@@ -63,15 +69,7 @@ def test_a_second_termination_signal_does_not_cut_the_cleanup_short() -> None:
         'print("cleaning", flush=True); import os, signal; '
         'os.kill(os.getpid(), signal.SIGTERM); print("interrupted record written", flush=True)',
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-c", script],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    assert proc.stdout.readline() == "ready\n"
+    proc = _started(script)
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 143
