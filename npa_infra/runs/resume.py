@@ -38,7 +38,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from npa_infra.runs.supervision import Verdict
+from npa_infra.runs.supervision import TERMINAL_STATUSES, Verdict
 
 __all__ = [
     "INTENT_KEY",
@@ -59,17 +59,7 @@ INTENT_KEY = "cancel_intent"  # the attempt's journal data key of its CancelInte
 OUTCOME_KEY = "cancel_outcome"  # ... and of the outcome of that cancel
 
 _CANCELLED = frozenset({"CANCELLED", "CANCELLING"})
-_TERMINAL = frozenset(
-    {
-        "SUCCEEDED",
-        "CANCELLED",
-        "FAILED",
-        "FAILED_SETUP",
-        "FAILED_PRECHECKS",
-        "FAILED_NO_RESOURCE",
-        "FAILED_CONTROLLER",
-    }
-)
+_TERMINAL = TERMINAL_STATUSES  # one set of terminal SkyPilot statuses in the core
 
 
 class CancelReason(StrEnum):

@@ -56,6 +56,7 @@ __all__ = [
     "MAX_UNREADABLE",
     "MIN_MISSING_READS",
     "PAYLOAD_FAILURES",
+    "TERMINAL_STATUSES",
     "Answer",
     "Lookup",
     "Presence",
@@ -74,7 +75,7 @@ MIN_MISSING_READS = 2  # faults.md: never act on one read
 JOB_MISSING_FROM_QUEUE = "job_missing_from_queue"  # the evidence of a lost job (§1)
 PAYLOAD_FAILURES = frozenset({"FAILED", "FAILED_SETUP"})
 INFRASTRUCTURE_FAILURES = frozenset({"FAILED_NO_RESOURCE", "FAILED_CONTROLLER"})
-_TERMINAL = (
+TERMINAL_STATUSES = (
     PAYLOAD_FAILURES
     | INFRASTRUCTURE_FAILURES
     | {
@@ -226,7 +227,7 @@ def decide(
         return _missing(state, tick.now, policy)
     # rule 4: a present job clears any absence; a terminal status ends the watch
     state = dataclasses.replace(_present(state), unreadable=0, last_status=tick.status)
-    if tick.status in _TERMINAL:
+    if tick.status in TERMINAL_STATUSES:
         return _clear(state), _terminal_verdict(str(tick.status))
     state = _track_blocker(state, tick)
     held = tick.now - state.blocker_since if state.blocker_since is not None else 0.0
@@ -245,7 +246,7 @@ def recheck(presence: Presence, status: str | None, unreadable: int) -> Recheck:
     """
     if presence is Presence.UNKNOWN:  # never act on an unreadable answer
         return Recheck.UNREADABLE if unreadable > MAX_UNREADABLE else Recheck.READ_AGAIN
-    if presence is Presence.PRESENT and status not in _TERMINAL:
+    if presence is Presence.PRESENT and status not in TERMINAL_STATUSES:
         return Recheck.WATCH_AGAIN  # runtime-reference.md §1: never cancel a job shown alive
     return Recheck.PROCEED  # terminal, or absent right after a confirmed absence
 
