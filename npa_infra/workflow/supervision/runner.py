@@ -107,6 +107,7 @@ def execute(
                 journal,
                 clock,
                 cluster=cluster,
+                readiness=services.readiness if services else None,
                 progress=services.progress if services else None,
                 state_dir=isolated.root,
                 home=str(home),

@@ -357,3 +357,23 @@ def test_no_launch_into_a_state_whose_controller_down_is_recorded(world: World) 
     inflight.end_controller_down(world.isolated.root)
     assert world.submit(MINIMAL, resume_run="down-1").status == "SUBMITTED"
     assert len(world.jobs_named("down-1")) == 1
+
+
+def test_injected_readiness_gate_is_the_one_the_launch_uses(world: World) -> None:
+    """The services object's readiness replaces the real /readyz window (style: one seam)."""
+    from npa_infra.runs.models import Category, Evidence
+
+    seen: list[object] = []
+
+    def not_ready(cluster: object) -> tuple[Evidence, tuple[dict[str, object], ...], Category, str]:
+        seen.append(cluster)
+        return Evidence.TERMINAL, (), Category.CONTEXT, "context refused by the test"
+
+    from npa_infra.workflow.submission import pipeline
+
+    services = dataclasses.replace(world.services(), readiness=not_ready)
+    result = pipeline.submit(
+        MINIMAL, world.options(run_id="ready-1"), env=world.env, services=services
+    )
+    assert seen and result.exit_code == 1, result.to_json()  # type: ignore[union-attr]
+    assert _launch_calls(world) == []  # not ready: nothing was sent
