@@ -22,6 +22,7 @@ No child acts unnoticed (faults.md, process death with a live child):
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import signal
@@ -55,8 +56,14 @@ class Runner(Protocol):
 
 
 def _prefix() -> list[str]:
-    setpriv = shutil.which("setpriv")
+    setpriv = _setpriv(os.environ.get("PATH", ""))
     return [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
+
+
+@functools.lru_cache(maxsize=4)
+def _setpriv(search_path: str) -> str | None:
+    """``setpriv`` on this PATH, looked up once per PATH, not once per ``sky`` call."""
+    return shutil.which("setpriv", path=search_path)
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:

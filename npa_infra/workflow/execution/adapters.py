@@ -15,8 +15,6 @@ of each is named beside its field). ``LiveServices`` is its older name.
 
 from __future__ import annotations
 
-import random
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,5 +128,5 @@ def open_adapters(
         from npa_infra.kube.client import KubeApi
 
         cluster = KubeApi(kube_config.path, context)
-    clock = given.clock or Clock(time.time, time.sleep, random.random)
+    clock = given.clock or Clock.real()
     return sky, cluster, clock, isolated

@@ -54,6 +54,14 @@ class Clock:
     sleep: Callable[[float], None]
     jitter: Callable[[], float]
 
+    @classmethod
+    def real(cls) -> Clock:
+        """Wall time, real sleeps and uniform jitter: every command's default."""
+        import random
+        import time
+
+        return cls(time.time, time.sleep, random.random)
+
 
 @dataclass(frozen=True, slots=True)
 class AttemptKey:

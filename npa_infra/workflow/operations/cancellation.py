@@ -126,7 +126,6 @@ def cancel_run(
                 data={"cancel_requested": {"at": clock.now(), "pid": os.getpid()}},
                 now=clock.now(),
             )
-            journal.append_event(run_id, "cancel_intent", {}, now=clock.now())
             transactions = journal.transactions(run_id)  # read under the lock: settled
             if all(t.launch_sequence == 0 and t.job_id is None for t in transactions):
                 return _never_launched(journal, run_id)
@@ -139,14 +138,11 @@ def cancel_run(
 
 
 def _clock(services: Services | None) -> Clock:
-    import random
-    import time
-
     from npa_infra.workflow.execution.launcher import Clock
 
     if services is not None and services.clock is not None:
         return services.clock
-    return Clock(time.time, time.sleep, random.random)
+    return Clock.real()
 
 
 def _launch_lock(

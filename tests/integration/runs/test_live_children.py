@@ -12,11 +12,9 @@ test releases it through another.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import signal
 import threading
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -76,7 +74,6 @@ def _fork_submit(world: World, run_id: str, *, pdeathsig: bool = True, **options
                 os.environ["PATH"] = "/nonexistent"  # no setpriv: only the gate and the journal
             result = world.submit(MINIMAL, run_id=run_id, **options)
             code = signals.exit_code() if result.exit_code == 130 else result.exit_code
-            (world.root / f"{run_id}.{os.getpid()}.json").write_text(json.dumps(result.to_json()))
         except (RunLockedError, RunStateError):
             code = 7
         except BaseException as exc:
@@ -97,11 +94,6 @@ def _wait(pid: int) -> int:
 
 def _launch_calls(world: World) -> list[list[str]]:
     return [c for c in world.sim_calls() if c[:2] == ["jobs", "launch"]]
-
-
-def _with_progress(world: World, seen: Callable[[str], None]) -> Callable[[], object]:
-    services = dataclasses.replace(world.services(), progress=seen)
-    return lambda: services
 
 
 @pytest.mark.parametrize(
@@ -377,3 +369,41 @@ def test_injected_readiness_gate_is_the_one_the_launch_uses(world: World) -> Non
     )
     assert seen and result.exit_code == 1, result.to_json()  # type: ignore[union-attr]
     assert _launch_calls(world) == []  # not ready: nothing was sent
+
+
+def test_cancel_refuses_when_the_launch_lock_stays_held_past_its_wait(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A launch that does not settle within cancel's bound: cancel says so (exit 2) and
+    sends nothing, never a success while a launch of the run may still be in flight."""
+    from npa_infra.journal.lock import RunLock
+
+    world.submit(MINIMAL, run_id="held-1")
+    monkeypatch.setattr(cancellation, "LAUNCH_WAIT", 0.05)  # the bound, not an adapter
+    holder = RunLock.in_state(
+        world.isolated.root, "launches", "held-1", stack=None, argv=["npa", "submit"], now=1.0
+    )
+    holder.acquire()
+    try:
+        report = world.cancel("held-1")
+    finally:
+        holder.release()
+    assert (report.outcome, report.exit_code) == ("launch_in_progress", 2)
+    assert not any(c[:2] == ["jobs", "cancel"] for c in world.sim_calls())
+    assert world.cancel("held-1").outcome == "cancelled"  # once the launch lock is free
+
+
+def test_unreadable_inflight_record_is_settled_only_by_authoritative_answers(
+    world: World, tmp_path: Path
+) -> None:
+    """A torn in-flight record names no job: the other home proceeds only because no
+    launch request is active and no child is recorded, and then drops the record."""
+    from npa_infra.journal import inflight
+
+    path = inflight.inflight_path(world.isolated.root, "torn-1")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"{not json")
+    assert inflight.read(path) is not None  # unreadable is never taken as nothing in flight
+    world.env["NPA_HOME"] = str(tmp_path / "other-home")
+    assert world.submit(MINIMAL, run_id="torn-1").status == "SUBMITTED"
+    assert inflight.read(path) is None and len(world.jobs_named("torn-1")) == 1
