@@ -59,7 +59,10 @@ finds the unique pod of that name. Every control writes through the store
   automount=)``, ``add_secret(ns, name, string_data=)``,
   ``add_runtime_class(name, handler, node_selector=, tolerations=, overhead=)``,
   ``add_pdb(ns, name, selector=, min_available=, max_unavailable=,
-  unhealthy_pod_eviction_policy=, status=)``, ``add_resource_quota(ns, name,
+  unhealthy_pod_eviction_policy=, status=)`` (the status follows the pods as
+  the disruption controller computes it, ``disruption.py``; ``status=`` pins
+  it), ``set_pdb_status(ns, name, status_or_None)``,
+  ``set_controller_scale(uid, replicas_or_None)``, ``add_resource_quota(ns, name,
   hard)``, ``add_event(pod_name_or_object, reason, message, type_="Warning",
   component=, container=)``, ``set_pod_log(name, text)``;
 - nodes: ``add_node(name, labels=, gpus=, ready=True, unschedulable=False,

@@ -12,7 +12,7 @@
   ``requests.*``, ``limits.*`` and bare ``cpu``/``memory``/extended resources.
 
 Also the create-time defaults of the other resources (secret ``stringData``,
-namespace label and phase, PDB status, quota status), the required-field
+namespace label and phase, PDB validation, quota status), the required-field
 checks (422), and the node lifecycle rule that keeps the ``unschedulable``
 taint in step with ``spec.unschedulable``.
 """
@@ -27,9 +27,8 @@ from typing import Any
 
 from kubernetes.utils import quantity as _quantity
 
-from tests.support.fakekube import objects
+from tests.support.fakekube import disruption, objects
 from tests.support.fakekube.errors import ApiError
-from tests.support.fakekube.selectors import match_label_selector_spec
 
 __all__ = ["admit", "admit_pod", "parse_quantity", "pod_requests", "reconcile_node", "validate"]
 
@@ -216,8 +215,9 @@ def admit(
             obj.setdefault("data", {})[key] = base64.b64encode(value.encode()).decode()
     elif resource == "nodes":
         reconcile_node(obj)
-    elif resource == "poddisruptionbudgets" and "status" not in obj:
-        obj["status"] = _pdb_status(obj, namespace, listing)
+    elif resource == "poddisruptionbudgets":
+        # 422s only: the status is written by the store's disruption controller (disruption.py).
+        disruption.validate(obj)
     elif resource == "resourcequotas":
         hard = dict((obj.get("spec") or {}).get("hard") or {})
         obj["status"] = {"hard": hard, "used": {key: "0" for key in hard}}
@@ -246,38 +246,6 @@ def validate(resource: str, obj: dict[str, Any]) -> None:
         raise ApiError.invalid("RuntimeClass", name, "handler: Required value")
 
 
-def _pdb_status(pdb: dict[str, Any], namespace: str, listing: Listing) -> dict[str, Any]:
-    """What the disruption controller would compute now."""
-    spec = pdb.get("spec") or {}
-    pods = [
-        p
-        for p in listing("pods", namespace)
-        if match_label_selector_spec(spec.get("selector"), p.get("metadata", {}).get("labels"))
-    ]
-    healthy = sum(
-        1
-        for p in pods
-        if any(
-            c.get("type") == "Ready" and c.get("status") == "True"
-            for c in (p.get("status") or {}).get("conditions") or []
-        )
-    )
-    expected = len(pods)
-    if "minAvailable" in spec:
-        desired = _int_or_percent(spec["minAvailable"], expected)
-    elif "maxUnavailable" in spec:
-        desired = max(0, expected - _int_or_percent(spec["maxUnavailable"], expected))
-    else:
-        desired = 0
-    return {
-        "observedGeneration": 1,
-        "disruptionsAllowed": max(0, healthy - desired),
-        "currentHealthy": healthy,
-        "desiredHealthy": desired,
-        "expectedPods": expected,
-    }
-
-
 def reconcile_node(node: dict[str, Any]) -> None:
     """Keep the ``unschedulable`` taint in step with ``spec.unschedulable`` (TaintNodesByCondition)."""
     spec = node.setdefault("spec", {})
@@ -298,9 +266,3 @@ def reconcile_node(node: dict[str, Any]) -> None:
         spec["taints"] = taints
     else:
         spec.pop("taints", None)
-
-
-def _int_or_percent(value: Any, total: int) -> int:
-    if isinstance(value, str) and value.endswith("%"):
-        return -(-int(value[:-1]) * total // 100)
-    return int(value)

@@ -191,7 +191,8 @@ class FakeKube(KubeletControls):
         unhealthy_pod_eviction_policy: str | None = None,
         status: dict[str, int] | None = None,
     ) -> dict[str, Any]:
-        """A policy/v1 PDB; ``status`` defaults to what the disruption controller would compute now."""
+        """A policy/v1 PDB; its status is the disruption controller's (``disruption.py``), kept
+        in step with the pods, unless ``status`` pins it (see ``set_pdb_status``)."""
         spec: dict[str, Any] = {}
         if selector is not None:
             spec["selector"] = selector
@@ -204,7 +205,43 @@ class FakeKube(KubeletControls):
         body: dict[str, Any] = {"metadata": {"name": name}, "spec": spec}
         if status is not None:
             body["status"] = {"observedGeneration": 1, **status}
+            self.store.pinned_budgets.add((namespace, name))
         return self.store.create("poddisruptionbudgets", namespace, body)
+
+    def set_pdb_status(
+        self, namespace: str, name: str, status: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """Pin a PDB's status to ``status`` (the controller stops writing it); None unpins it
+        and lets the controller recompute it from the pods at once."""
+        key = (namespace, name)
+        if status is None:
+            self.store.pinned_budgets.discard(key)
+            with self.store.lock:
+                self.store.reconcile_budgets(namespace)
+            found = self.get("poddisruptionbudgets", namespace, name)
+            assert found is not None
+            return found
+        self.store.pinned_budgets.add(key)
+        return self.store.update(
+            "poddisruptionbudgets",
+            namespace,
+            name,
+            lambda pdb: {**pdb, "status": copy.deepcopy(status)},
+            subresource="status",
+        )
+
+    def set_controller_scale(self, controller_uid: str, replicas: int | None) -> None:
+        """The scale (``spec.replicas``) of the controller with ``controller_uid``, which the
+        disruption controller reads for percentage and maxUnavailable budgets; None: count its pods."""
+        with self.store.lock:
+            if replicas is None:
+                self.store.controller_scales.pop(controller_uid, None)
+            else:
+                self.store.controller_scales[controller_uid] = replicas
+            for namespace in {
+                p["metadata"]["namespace"] for p in self.store.items("poddisruptionbudgets")
+            }:
+                self.store.reconcile_budgets(namespace)
 
     def add_resource_quota(self, namespace: str, name: str, hard: dict[str, str]) -> dict[str, Any]:
         return self.store.create(

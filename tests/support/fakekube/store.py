@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tests.support.fakekube import admission, objects
+from tests.support.fakekube import admission, disruption, objects
 from tests.support.fakekube.errors import ApiError
 from tests.support.fakekube.resources import RESOURCES
 from tests.support.fakekube.selectors import (
@@ -98,6 +98,11 @@ class Store:
         self._objects: dict[str, dict[Key, dict[str, Any]]] = {name: {} for name in RESOURCES}
         self._history: deque[Change] = deque()
         self._watchers: set[Watcher] = set()
+        # The disruption controller (disruption.py): budgets whose status a test pinned,
+        # controller scales a test set (by controller uid), and a guard against re-entry.
+        self.pinned_budgets: set[Key] = set()
+        self.controller_scales: dict[str, int] = {}
+        self._reconciling = False
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -175,7 +180,30 @@ class Store:
         for watcher in list(self._watchers):
             watcher.offer(change)
         self.changed.notify_all()
-        return copy.deepcopy(obj)
+        committed = copy.deepcopy(obj)
+        if resource == "poddisruptionbudgets" and type_ == "DELETED":
+            self.pinned_budgets.discard(key)
+        if resource in ("pods", "poddisruptionbudgets") and not self._reconciling:
+            self.reconcile_budgets(key[0])
+        return committed
+
+    def reconcile_budgets(self, namespace: str) -> None:
+        """Write the status the disruption controller would compute for each unpinned budget."""
+        if not any(ns == namespace for ns, _ in self._objects["poddisruptionbudgets"]):
+            return
+        self._reconciling = True
+        try:
+            pods = self.items("pods", namespace)
+            for pdb in self.items("poddisruptionbudgets", namespace):
+                if (namespace, pdb["metadata"]["name"]) in self.pinned_budgets:
+                    continue
+                wanted = disruption.status(pdb, pods, scales=self.controller_scales)
+                if wanted != pdb.get("status"):
+                    old = copy.deepcopy(pdb)
+                    pdb["status"] = wanted
+                    self._commit("poddisruptionbudgets", pdb, old, "MODIFIED")
+        finally:
+            self._reconciling = False
 
     def create(
         self, resource: str, namespace: str, body: dict[str, Any], *, dry_run: bool = False
@@ -214,6 +242,13 @@ class Store:
             meta["uid"] = str(uuid.uuid4())
             meta["creationTimestamp"] = objects.now()
             meta["generation"] = 1
+            if resource == "poddisruptionbudgets" and (namespace, meta["name"]) not in (
+                self.pinned_budgets
+            ):
+                # The API drops a posted status; the disruption controller writes it.
+                obj["status"] = disruption.status(
+                    obj, self.items("pods", namespace), scales=self.controller_scales
+                )
             if dry_run:
                 return copy.deepcopy(obj)
             created = self._commit(resource, obj, None, "ADDED")
@@ -296,6 +331,8 @@ class Store:
                 objects.validate_metadata(
                     kind.kind, result["metadata"], dns_label=resource == "namespaces"
                 )
+                if resource == "poddisruptionbudgets":
+                    disruption.validate(result)
             result["kind"], result["apiVersion"] = kind.kind, kind.api_version
             if resource == "nodes":
                 admission.reconcile_node(result)
