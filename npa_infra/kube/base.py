@@ -1,6 +1,7 @@
 """The interfaces the logic layers use to talk to a Kubernetes cluster.
 
-``KubeCluster`` reads (readiness, nodes, a job's pods, every SkyPilot pod); ``PodProber`` is the
+``KubeCluster`` reads (readiness, nodes, a job's pods, every SkyPilot pod, and for the
+drain preview the disruption budgets and the pods on nodes); ``PodProber`` is the
 narrow write surface of the image pull probe (kubernetes.md §9): one owned
 pod at a time, created, watched and deleted only with its UID.
 """
@@ -10,7 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from npa_infra.kube.models import DeleteOutcome, NodeInfo, PodObservation, ProbePod, ReadyzSample
+from npa_infra.kube.models import (
+    DeleteOutcome,
+    DisruptionBudget,
+    NodeInfo,
+    NodePod,
+    PodObservation,
+    ProbePod,
+    ReadyzSample,
+)
 
 __all__ = ["KubeCluster", "PodProber"]
 
@@ -42,6 +51,14 @@ class KubeCluster(Protocol):
     ) -> list[PodObservation]:
         """Every non-controller pod with SkyPilot's cluster label whose value ``select``
         keeps, in one list call, sorted by namespace and name (kubernetes.md §6.1)."""
+        ...
+
+    def disruption_budgets(self) -> list[DisruptionBudget]:
+        """Every PodDisruptionBudget, sorted by namespace and name (kubernetes.md §7.1)."""
+        ...
+
+    def bound_pods(self) -> list[NodePod]:
+        """Every pod bound to a node, sorted by namespace and name (kubernetes.md §7.1)."""
         ...
 
 

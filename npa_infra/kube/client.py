@@ -27,12 +27,14 @@ from typing import TYPE_CHECKING, Any
 
 from npa_infra.errors import KubeError
 from npa_infra.gpus import labels
-from npa_infra.kube import failures, kubeconfig, pending
+from npa_infra.kube import budgets, failures, kubeconfig, pending
 from npa_infra.kube.models import (
     ContainerTerminated,
     ContainerWaiting,
+    DisruptionBudget,
     KubeErrorKind,
     NodeInfo,
+    NodePod,
     PodCondition,
     PodEvent,
     PodObservation,
@@ -248,6 +250,46 @@ class KubeApi:
                 observed = replace(observed, events=self._warning_events(core, observed))
             found.append(observed)
         return sorted(found, key=lambda p: (p.namespace, p.name))
+
+    def disruption_budgets(self) -> list[DisruptionBudget]:
+        """Every policy/v1 PodDisruptionBudget of every namespace (kubernetes.md §7.1).
+
+        Raises:
+            KubeError: any failure, by kind.
+        """
+        from kubernetes.client import PolicyV1Api
+
+        policy = PolicyV1Api(self._client())
+        found = budgets.list_all(
+            lambda token: policy.list_pod_disruption_budget_for_all_namespaces(
+                limit=_PAGE, _continue=token, _request_timeout=self._request_timeout
+            ),
+            context=self.context,
+            operation="list poddisruptionbudgets in all namespaces",
+        )
+        return sorted((budgets.budget(b) for b in found), key=lambda b: (b.namespace, b.name))
+
+    def bound_pods(self) -> list[NodePod]:
+        """Every pod of every namespace that is bound to a node (kubernetes.md §7.1).
+
+        Raises:
+            KubeError: any failure, by kind.
+        """
+        from kubernetes.client import CoreV1Api
+
+        core = CoreV1Api(self._client())
+        found = budgets.list_all(
+            lambda token: core.list_pod_for_all_namespaces(
+                field_selector="spec.nodeName!=",
+                limit=_PAGE,
+                _continue=token,
+                _request_timeout=self._request_timeout,
+            ),
+            context=self.context,
+            operation="list pods bound to nodes in all namespaces",
+        )
+        pods = (budgets.node_pod(pod) for pod in found)
+        return sorted((p for p in pods if p is not None), key=lambda p: (p.namespace, p.name))
 
     # -- internals -------------------------------------------------------------
     def _list_pods(self, core: CoreV1Api, selector: str, namespace: str | None) -> list[V1Pod]:

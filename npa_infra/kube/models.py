@@ -1,4 +1,4 @@
-"""Typed Kubernetes observations the logic layers consume (kubernetes.md §1, §6, §8)."""
+"""Typed Kubernetes observations the logic layers consume (kubernetes.md §1, §6, §7, §8)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,21 @@ from enum import StrEnum
 from typing import NamedTuple
 
 __all__ = [
+    "BudgetStatus",
     "ContainerTerminated",
     "ContainerWaiting",
     "DeleteOutcome",
+    "DisruptionBudget",
     "KubeErrorKind",
+    "LabelSelector",
     "NodeInfo",
+    "NodePod",
     "PodCondition",
     "PodEvent",
     "PodObservation",
     "ProbePod",
     "ReadyzSample",
+    "SelectorRequirement",
     "Taint",
 ]
 
@@ -182,3 +187,81 @@ class ProbePod:
     deleting: bool = False
     deleted: bool = False
     observation: PodObservation | None = None
+
+
+# -- the drain preview (kubernetes.md §7) ---------------------------------------------------
+class SelectorRequirement(NamedTuple):
+    """One ``matchExpressions`` entry."""
+
+    key: str
+    operator: str  # In | NotIn | Exists | DoesNotExist (anything else matches nothing)
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """A structured label selector; an empty one matches every pod (policy/v1)."""
+
+    match_labels: tuple[tuple[str, str], ...] = ()
+    match_expressions: tuple[SelectorRequirement, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetStatus:
+    """``status`` of a PodDisruptionBudget as the disruption controller last wrote it."""
+
+    current_healthy: int
+    desired_healthy: int
+    disruptions_allowed: int
+    expected_pods: int
+    observed_generation: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DisruptionBudget:
+    """One policy/v1 PodDisruptionBudget, never a client object.
+
+    ``selector`` None is a null selector (it matches no pod); ``min_available``
+    and ``max_unavailable`` are an int or a percentage string such as ``"50%"``;
+    ``unhealthy_pod_eviction_policy`` None means the default ``IfHealthyBudget``;
+    ``status`` None means the controller has not written one yet.
+    """
+
+    name: str
+    namespace: str
+    selector: LabelSelector | None
+    min_available: int | str | None = None
+    max_unavailable: int | str | None = None
+    unhealthy_pod_eviction_policy: str | None = None
+    generation: int = 1
+    status: BudgetStatus | None = None
+
+    @property
+    def ref(self) -> str:
+        """``namespace/name``."""
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class NodePod:
+    """A pod bound to a node, as a node drain sees it (kubernetes.md §7.1).
+
+    ``ready`` is the ``Ready`` condition; ``deleting`` that ``deletionTimestamp``
+    is set; ``daemonset`` that an owner reference has kind ``DaemonSet``;
+    ``mirror`` that it carries the ``kubernetes.io/config.mirror`` annotation.
+    """
+
+    name: str
+    namespace: str
+    node_name: str
+    labels: tuple[tuple[str, str], ...] = ()
+    phase: str = "Running"
+    ready: bool = True
+    deleting: bool = False
+    daemonset: bool = False
+    mirror: bool = False
+
+    @property
+    def ref(self) -> str:
+        """``namespace/name``."""
+        return f"{self.namespace}/{self.name}"
