@@ -1257,3 +1257,53 @@ def job_observations(draw: st.DrawFn) -> Any:
     if presence is resume.Presence.PRESENT:
         return resume.JobObservation(presence, draw(st.none() | st.sampled_from(JOB_STATUSES)))
     return resume.JobObservation(presence)
+
+
+# -- npa cleanup: the leftovers planner (runs.leftovers) --------------------------------
+
+_RUN_IDS = ("r1", "r2", "r3")
+_STATE_DIRS = ("/h/skypilot-state/a", "/h/skypilot-state/b")
+
+
+@st.composite
+def leftover_worlds(draw: st.DrawFn) -> dict[str, Any]:
+    """Caches, runs and state directories for ``runs.leftovers.plan``, drawn together."""
+    from npa_infra.runs import leftovers
+
+    state = st.sampled_from(_STATE_DIRS)
+    run_id = st.sampled_from(_RUN_IDS)
+    cache = st.one_of(
+        st.builds(leftovers.CacheObservation, st.just(leftovers.CacheKind.RENDERED_YAML),
+                  st.just("/h/rendered/x"), st.integers(0, 10**9), run_id=run_id),
+        st.builds(leftovers.CacheObservation, st.just(leftovers.CacheKind.TASK_YAML),
+                  st.just("/s/submissions/x"), st.integers(0, 10**9), run_id=run_id,
+                  state_dir=state),
+        st.builds(leftovers.CacheObservation,
+                  st.sampled_from([leftovers.CacheKind.TICK_FILES, leftovers.CacheKind.STATE_DIR]),
+                  state, st.integers(0, 10**9), state_dir=state),
+        st.builds(leftovers.CacheObservation,
+                  st.sampled_from([leftovers.CacheKind.PROBE_CACHE, leftovers.CacheKind.GATE_CACHE,
+                                   leftovers.CacheKind.SKYPILOT_VENV]),
+                  st.just("/h/cache/x"), st.integers(0, 10**9)),
+    )  # fmt: skip
+    run = st.builds(
+        leftovers.RunObservation,
+        run_id,
+        st.one_of(st.none(), state),
+        live=st.booleans(),
+        inflight=st.booleans(),
+        locked=st.booleans(),
+    )
+    observed = st.builds(
+        leftovers.StateObservation,
+        state,
+        st.sampled_from(list(leftovers.Controller)),
+        st.one_of(st.none(), st.just("dev")),
+        st.booleans(),
+    )
+    return {
+        "caches": draw(st.lists(cache, max_size=8)),
+        "runs": draw(st.lists(run, max_size=5)),
+        "states": draw(st.lists(observed, max_size=2, unique_by=lambda s: s.path)),
+        "bootstrap_locked": draw(st.booleans()),
+    }

@@ -5,7 +5,7 @@ import sys
 
 import typer
 
-from npa_infra.cli import skypilot, stack, workflow
+from npa_infra.cli import cleanup, skypilot, stack, workflow
 
 __all__ = ["app", "run"]
 
@@ -25,6 +25,7 @@ workbench.add_typer(workflow.app, name="workflow")
 app.add_typer(workbench, name="workbench")
 app.add_typer(skypilot.app, name="skypilot")
 app.add_typer(stack.app, name="stack")
+app.command("cleanup")(cleanup.cleanup_cmd)
 
 
 @app.callback()

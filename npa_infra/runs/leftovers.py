@@ -1,0 +1,253 @@
+"""What ``npa cleanup --yes`` may remove of a teardown's leftovers, and what it must keep; pure.
+
+A teardown (cancel every run, wait until terminal, ``cleanup-controller``,
+``stack destroy``) leaves local caches behind. ``decide`` judges each cache
+against what was observed of the runs and SkyPilot state directories, as one
+ordered chain of early returns; the first rule that holds wins:
+
+1. a run with an in-flight launch record (``journal.inflight``) that the
+   cache serves keeps it: that launch may still act, and its resume needs the
+   state it launched from (faults.md invariant 2);
+2. a run the journal holds as non-terminal keeps what it uses (issue 16:
+   never delete a cache a live run still needs);
+3. a run whose lock another process holds keeps what it uses: a submit or a
+   cancel is working on it right now (faults.md, concurrent operators);
+4. a state directory keeps itself while a ``sky down`` of its controller may
+   be under way, while a stack's controller resource still claims it
+   (``stack-owner``), and while its queue has not proven the controller gone:
+   its ``user-id`` is the controller's identity, and deleting it would leave
+   that controller, and any of its jobs, unmanaged (skypilot-0.12.md §7.2;
+   unknown is not absent);
+5. the SkyPilot venv is kept while ``npa skypilot bootstrap`` holds its lock,
+   and while any state directory's controller is not proven gone: the
+   runbook's ``cleanup-controller`` needs it;
+6. anything else may go.
+
+Which runs a cache serves: a per-run cache (rendered or task YAML) serves the
+runs of that id (task YAML only in its own state directory); a cache of a
+state directory (the directory itself, its tick files) serves every run of
+that directory, and every run whose directory is unknown; the venv serves
+every run. ``runbook`` is the ordered teardown the guide writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+__all__ = [
+    "CacheDecision",
+    "CacheKind",
+    "CacheObservation",
+    "Controller",
+    "KeepReason",
+    "RunObservation",
+    "StateObservation",
+    "Verdict",
+    "decide",
+    "plan",
+    "runbook",
+]
+
+
+class CacheKind(StrEnum):
+    RENDERED_YAML = "rendered_yaml"  # $NPA_HOME/rendered/<run>: submit's rendered task YAML
+    TASK_YAML = "task_yaml"  # <state>/submissions/<run>: the YAML each launch sent
+    PROBE_CACHE = "probe_cache"  # $NPA_HOME/cache/image-pull-probe.json
+    GATE_CACHE = "gate_cache"  # $NPA_HOME/cache/skypilot-gate.json (the drift gate's)
+    TICK_FILES = "tick_files"  # <state>/supervision: the shared per-tick reads (tickshare)
+    SKYPILOT_VENV = "skypilot_venv"  # $NPA_HOME/skypilot-venv and its version directories
+    STATE_DIR = "state_dir"  # $NPA_HOME/skypilot-state/<name>: an isolated SkyPilot state
+
+
+_PER_RUN = frozenset({CacheKind.RENDERED_YAML, CacheKind.TASK_YAML})
+_PER_STATE = frozenset({CacheKind.TICK_FILES, CacheKind.STATE_DIR})
+
+
+class Controller(StrEnum):
+    """What the state directory's queue proved about its jobs controller."""
+
+    GONE = "gone"  # the queue answered that no controller is up (authoritative)
+    UP = "up"  # the queue answered with rows: the controller exists
+    UNKNOWN = "unknown"  # no answer that proves either
+
+
+class Verdict(StrEnum):
+    REMOVE = "remove"
+    KEEP = "keep"
+
+
+class KeepReason(StrEnum):
+    INFLIGHT_LAUNCH = "inflight_launch"
+    LIVE_RUN = "live_run"
+    LOCKED = "locked"
+    CONTROLLER_DOWN_PENDING = "controller_down_pending"
+    STACK_CLAIMED = "stack_claimed"
+    CONTROLLER_NOT_GONE = "controller_not_gone"
+    BOOTSTRAP_RUNNING = "bootstrap_running"
+
+
+@dataclass(frozen=True, slots=True)
+class CacheObservation:
+    kind: CacheKind
+    path: str
+    bytes: int
+    run_id: str | None = None  # the run of a per-run cache
+    state_dir: str | None = None  # the state directory it lies in (or is)
+
+
+@dataclass(frozen=True, slots=True)
+class RunObservation:
+    """One run as the journal, the in-flight records and the locks show it."""
+
+    run_id: str
+    state_dir: str | None  # None: not known (never launched, or not recorded)
+    live: bool = False  # the journal holds it as non-terminal
+    inflight: bool = False  # an in-flight launch record names it
+    locked: bool = False  # another process holds one of its locks
+
+
+@dataclass(frozen=True, slots=True)
+class StateObservation:
+    path: str
+    controller: Controller
+    stack_owner: str | None = None  # the stack whose controller resource claims it
+    controller_down: bool = False  # a ``sky down`` record stands (journal.inflight)
+
+
+@dataclass(frozen=True, slots=True)
+class CacheDecision:
+    cache: CacheObservation
+    verdict: Verdict
+    reason: KeepReason | None = None
+    needed_by: tuple[str, ...] = ()  # the run ids that keep it
+    detail: str = ""  # why, in words, with the next command
+
+    @property
+    def remove(self) -> bool:
+        return self.verdict is Verdict.REMOVE
+
+
+def _serves(cache: CacheObservation, run: RunObservation) -> bool:
+    if cache.kind in _PER_RUN:
+        if cache.run_id != run.run_id:
+            return False
+        return cache.kind is not CacheKind.TASK_YAML or run.state_dir in (None, cache.state_dir)
+    if cache.kind in _PER_STATE:
+        return run.state_dir is None or run.state_dir == cache.state_dir
+    return cache.kind is CacheKind.SKYPILOT_VENV
+
+
+def _ids(runs: Sequence[RunObservation]) -> tuple[str, ...]:
+    return tuple(sorted({r.run_id for r in runs}))
+
+
+def _keep(
+    cache: CacheObservation, reason: KeepReason, detail: str, runs: Sequence[RunObservation] = ()
+) -> CacheDecision:
+    return CacheDecision(cache, Verdict.KEEP, reason, _ids(runs), detail)
+
+
+def _state_rule(cache: CacheObservation, state: StateObservation | None) -> CacheDecision | None:
+    where = cache.path
+    if state is not None and state.controller_down:
+        return _keep(
+            cache,
+            KeepReason.CONTROLLER_DOWN_PENDING,
+            f"a teardown of {where}'s controller may be under way; rerun the command that "
+            "started it to finish it",
+        )
+    if state is not None and state.stack_owner:
+        return _keep(
+            cache,
+            KeepReason.STACK_CLAIMED,
+            f"stack {state.stack_owner}'s controller resource still claims it: "
+            f"npa stack destroy -s {state.stack_owner} --yes",
+        )
+    if state is None or state.controller is Controller.UNKNOWN:
+        return _keep(
+            cache,
+            KeepReason.CONTROLLER_NOT_GONE,
+            f"the queue of {where} could not prove its jobs controller gone; deleting its "
+            "user-id would leave that controller unmanaged (rerun when the queue answers)",
+        )
+    if state.controller is Controller.UP:
+        return _keep(
+            cache,
+            KeepReason.CONTROLLER_NOT_GONE,
+            "its jobs controller is still up: npa skypilot cleanup-controller --yes on "
+            "this state directory first",
+        )
+    return None
+
+
+def decide(
+    cache: CacheObservation,
+    runs: Sequence[RunObservation],
+    states: Sequence[StateObservation],
+    *,
+    bootstrap_locked: bool = False,
+) -> CacheDecision:
+    """Remove or keep one cache, and why (the module docstring's rules, in order)."""
+    served = [r for r in runs if _serves(cache, r)]
+    inflight = [r for r in served if r.inflight]
+    if inflight:  # rule 1: faults.md invariant 2, the launch may still act
+        return _keep(
+            cache,
+            KeepReason.INFLIGHT_LAUNCH,
+            "a launch of the run may be in flight; resume the run to settle it",
+            inflight,
+        )
+    live = [r for r in served if r.live]
+    if live:  # rule 2: issue 16, a live run still needs it
+        return _keep(
+            cache,
+            KeepReason.LIVE_RUN,
+            "the run is not terminal in the journal; cancel it and wait until it is",
+            live,
+        )
+    locked = [r for r in served if r.locked]
+    if locked:  # rule 3: faults.md, another npa process works on the run now
+        return _keep(cache, KeepReason.LOCKED, "another npa process holds the run's lock", locked)
+    if cache.kind is CacheKind.STATE_DIR:  # rule 4: skypilot-0.12.md §7.2
+        by_path = {s.path: s for s in states}
+        kept = _state_rule(cache, by_path.get(cache.path))
+        if kept is not None:
+            return kept
+    if cache.kind is CacheKind.SKYPILOT_VENV:  # rule 5: cleanup-controller needs sky
+        if bootstrap_locked:
+            return _keep(
+                cache, KeepReason.BOOTSTRAP_RUNNING, "npa skypilot bootstrap holds its lock"
+            )
+        standing = sorted(s.path for s in states if s.controller is not Controller.GONE)
+        if standing:
+            return _keep(
+                cache,
+                KeepReason.CONTROLLER_NOT_GONE,
+                "the jobs controller of " + ", ".join(standing) + " is not proven gone, and "
+                "cleanup-controller needs this SkyPilot",
+            )
+    return CacheDecision(cache, Verdict.REMOVE)  # rule 6
+
+
+def plan(
+    caches: Sequence[CacheObservation],
+    runs: Sequence[RunObservation],
+    states: Sequence[StateObservation],
+    *,
+    bootstrap_locked: bool = False,
+) -> tuple[CacheDecision, ...]:
+    """One decision per cache, in the caches' order."""
+    return tuple(decide(c, runs, states, bootstrap_locked=bootstrap_locked) for c in caches)
+
+
+def runbook(live_runs: Sequence[str], stacks: Sequence[str]) -> list[str]:
+    """The guide's teardown order: cancel each run, wait until terminal, then per stack
+    cleanup-controller and destroy, then ``npa cleanup --yes``."""
+    steps = [f"npa workbench workflow cancel {run} --json" for run in live_runs]
+    steps += [f"npa workbench workflow status {run} --watch --json" for run in live_runs]
+    steps += [f"npa skypilot cleanup-controller -s {stack} --yes" for stack in stacks]
+    steps += [f"npa stack destroy -s {stack} --yes" for stack in stacks]
+    steps.append("npa cleanup --yes")
+    return steps

@@ -1,0 +1,264 @@
+"""``npa cleanup`` against the SkyPilot simulator: reports, removes only local caches, keeps
+what a live, in-flight or locked run needs, and never calls an unreadable queue empty."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+
+from npa_infra.journal.lock import RunLock
+from npa_infra.skypilot.isolation import ControllerSettings, IsolatedDir
+from npa_infra.skypilot.skycli import SkyCli
+from npa_infra.workflow.operations import leftovers
+from npa_infra.workflow.operations.cleanupreport import CacheEntry, CleanupReport
+from npa_infra.workflow.target.services import Services
+from tests.integration.runs.world import ROOT
+from tests.support.skysim import harness
+from tests.support.stackjournal import journal_run
+
+PENDING_FOREVER = {"command": "jobs.launch", "action": "timeline", "statuses": ["PENDING"]}
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: npa-ctx, context: {cluster: c, user: u, namespace: npa}}]
+current-context: npa-ctx
+"""
+
+
+class Box:
+    """An npa home, a project root and the simulator; each state directory its own server."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.home = tmp / "npa-home"
+        self.home.mkdir()
+        (tmp / "home").mkdir()
+        (tmp / "kubeconfig").write_text(KUBECONFIG, encoding="utf-8")
+        self.sky_bin = harness.write_wrapper(tmp)
+        self.env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "LANG": "C.UTF-8",
+            "USER": "tester",
+            "HOME": str(tmp / "home"),
+            "KUBECONFIG": str(tmp / "kubeconfig"),
+            "NPA_HOME": str(self.home),
+            "SKYSIM_FAULTS": str(tmp / "faults.json"),
+            "SKYSIM_API_PORT": "47347",
+        }
+        self.root = tmp / "project"
+        (self.root / "stacks").mkdir(parents=True)
+        shutil.copy(ROOT / "stacks" / "Pulumi.dev.yaml", self.root / "stacks")
+
+    def faults(self, *rules: dict[str, object]) -> None:
+        harness.write_faults(self.tmp / "faults.json", list(rules))
+
+    def services(self) -> Services:
+        def sky(isolated: IsolatedDir, env: Mapping[str, str], _bin: str | None) -> SkyCli:
+            return SkyCli(self.sky_bin, isolated, env, check_ports=False)
+
+        return Services(sky=sky)
+
+    def state(self, name: str) -> IsolatedDir:
+        iso = IsolatedDir(self.home / "skypilot-state" / name)
+        iso.prepare(self.env, context="npa-ctx", controller=ControllerSettings())
+        iso.user_id(self.env)
+        return iso
+
+    def launch(self, iso: IsolatedDir, name: str, user: str | None = None) -> None:
+        task = self.tmp / "task.yaml"
+        task.write_text("name: train\nrun: echo hi\n", encoding="utf-8")
+        env = {**self.env, **({"SKYPILOT_USER_ID": user, "USER": user} if user else {})}
+        assert SkyCli(self.sky_bin, iso, env, check_ports=False).launch(task, name=name).accepted
+
+    def calls(self, iso: IsolatedDir) -> list[list[str]]:
+        state = harness.read_state(iso.runtime / ".sky")
+        return [list(c["argv"]) for c in state.get("calls", [])]
+
+    def cleanup(self, *, yes: bool, **kw: object) -> CleanupReport:
+        return leftovers.cleanup(
+            env=self.env, yes=yes, project_root=self.root, services=self.services(), **kw
+        )  # type: ignore[arg-type]
+
+
+def _write(path: Path, size: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"x" * size)
+
+
+def _caches(box: Box) -> None:
+    """One cache of every kind, with known sizes; the old state directory was never used."""
+    _write(box.home / "rendered" / "done-1" / "a.yaml", 10)
+    _write(box.home / "rendered" / "done-1" / "b.yaml", 5)
+    _write(box.home / "cache" / "image-pull-probe.json", 7)
+    _write(box.home / "cache" / "skypilot-gate.json", 3)
+    _write(box.home / "skypilot-venv.versions" / "abc" / "pyvenv.cfg", 11)
+    (box.home / "skypilot-venv").symlink_to(box.home / "skypilot-venv.versions" / "abc")
+    old = box.home / "skypilot-state" / "old"
+    _write(old / "submissions" / "done-1" / "j.yaml", 4)
+    _write(old / "supervision" / "queue.json", 6)
+
+
+def _by_kind(report: CleanupReport) -> dict[str, CacheEntry]:
+    return {c.kind: c for c in report.caches}
+
+
+def _tree(*roots: Path) -> dict[str, str]:
+    out = {}
+    for root in roots:
+        for path in sorted([root] if root.is_file() else root.rglob("*")):
+            if path.is_file():
+                out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def test_cleanup_report_each_cache_kind_with_its_size_and_changes_nothing(tmp_path: Path) -> None:
+    box = Box(tmp_path)
+    _caches(box)
+    before = _tree(box.home)
+    report = box.cleanup(yes=False)
+    kinds = _by_kind(report)
+    assert {k: (c.bytes, c.removed, c.reason) for k, c in kinds.items()} == {
+        "rendered_yaml": (15, False, None),
+        "probe_cache": (7, False, None),
+        "gate_cache": (3, False, None),
+        "skypilot_venv": (11, False, None),
+        "task_yaml": (4, False, None),
+        "tick_files": (6, False, None),
+        "state_dir": (10, False, None),
+    }
+    assert kinds["state_dir"].path == str(box.home / "skypilot-state" / "old")
+    assert report.managed_jobs[0].verdict == "never_used"  # no user-id: no controller named
+    assert (report.status, report.exit_code) == ("report", 0)
+    assert _tree(box.home) == before
+
+
+def test_cleanup_yes_removes_only_local_caches(tmp_path: Path) -> None:
+    box = Box(tmp_path)
+    (tmp_path / "sim").mkdir()
+    box.env["SKYSIM_STATE_DIR"] = str(tmp_path / "sim")  # the server's records outlive the dir
+    _caches(box)
+    gone = box.state("gone")  # its controller was torn down: the queue says not up
+    journal_run(
+        box.home, "done-1", status="SUCCEEDED", data={"isolated_config_dir": str(gone.root)}
+    )
+    _write(box.home / "credentials" / "dev.env", 0)
+    (box.home / "credentials" / "dev.env").write_text("AWS_KEY=v\n", encoding="utf-8")
+    (box.home / "config.yaml").write_text("skypilot: {}\n", encoding="utf-8")
+    kept = [box.home / "credentials", box.home / "config.yaml", box.root / "stacks"]
+    kept += [box.home / "journal.sqlite3"]
+    before = _tree(*kept)
+    report = box.cleanup(yes=True)
+    assert report.status == "cleaned" and report.exit_code == 0
+    assert all(c.removed for c in report.caches), report.caches
+    for name in ("rendered", "skypilot-venv", "skypilot-venv.versions", "skypilot-state"):
+        assert not (box.home / name).exists() or not any((box.home / name).iterdir())
+    assert not (box.home / "cache" / "image-pull-probe.json").exists()
+    assert _tree(*kept) == before  # stack files, credentials, config, journal untouched
+    [managed] = [m for m in report.managed_jobs if m.state_dir == str(gone.root)]
+    assert managed.verdict == "no_controller"
+    assert not gone.root.exists()
+    calls = harness.read_state(tmp_path / "sim").get("calls", [])
+    assert [c["argv"][:2] for c in calls] == [["jobs", "queue"]]  # one read, nothing else
+
+
+def test_cleanup_live_run_keeps_its_caches_and_is_named(tmp_path: Path) -> None:
+    box = Box(tmp_path)
+    box.faults(PENDING_FOREVER)
+    iso = box.state("dev")
+    box.launch(iso, "live-1-wave")
+    journal_run(box.home, "live-1", status="SUBMITTED", data={"isolated_config_dir": str(iso.root)})
+    journal_run(box.home, "done-1", status="SUCCEEDED", data={"isolated_config_dir": str(iso.root)})
+    _write(box.home / "rendered" / "live-1" / "a.yaml", 3)
+    _write(box.home / "rendered" / "done-1" / "a.yaml", 3)
+    _write(iso.root / "submissions" / "live-1" / "w.yaml", 3)
+    report = box.cleanup(yes=True)
+    entries = {c.path: c for c in report.caches}
+    live = entries[str(box.home / "rendered" / "live-1")]
+    assert (live.removed, live.needed_by, live.reason) == (False, ["live-1"], "live_run")
+    task = entries[str(iso.root / "submissions" / "live-1")]
+    assert (task.removed, task.needed_by) == (False, ["live-1"])
+    assert entries[str(iso.root)].needed_by == ["live-1"]
+    assert entries[str(box.home / "rendered" / "done-1")].removed
+    assert (iso.root / "submissions" / "live-1" / "w.yaml").is_file()
+    assert report.runbook[0] == "npa workbench workflow cancel live-1 --json"
+    [managed] = report.managed_jobs
+    assert managed.verdict == "records"
+    assert [(j.name, j.status) for j in managed.jobs] == [("live-1-wave", "PENDING")]
+    # nothing but the queue read reached SkyPilot after the launch
+    assert [c[:2] for c in box.calls(iso)][1:] == [["jobs", "queue"]]
+    assert "--all-users" in box.calls(iso)[-1]
+
+
+def test_cleanup_locked_run_keeps_its_cache_until_the_lock_is_free(tmp_path: Path) -> None:
+    box = Box(tmp_path)
+    state = tmp_path / "elsewhere"  # a state directory outside the home: only its caches go
+    journal_run(box.home, "lk-1", status="SUCCEEDED", data={"isolated_config_dir": str(state)})
+    _write(state / "submissions" / "lk-1" / "w.yaml", 3)
+    lock = RunLock.in_state(state, "runs", "lk-1", stack="dev", argv=["npa"], now=1.0)
+    lock.acquire()
+    try:
+        report = box.cleanup(yes=True)
+    finally:
+        lock.release()
+    [entry] = [c for c in report.caches if c.kind == "task_yaml"]
+    assert (entry.removed, entry.reason, entry.needed_by) == (False, "locked", ["lk-1"])
+    assert (state / "submissions" / "lk-1" / "w.yaml").is_file()
+    again = box.cleanup(yes=True)
+    assert [c.removed for c in again.caches if c.kind == "task_yaml"] == [True]
+
+
+def test_cleanup_inflight_launch_record_keeps_the_state_directory(tmp_path: Path) -> None:
+    box = Box(tmp_path)
+    iso = box.state("dev")  # no job: the queue proves the controller gone
+    record = iso.root / "npa-locks" / "launches" / "fl-1.inflight.json"
+    record.parent.mkdir(parents=True)
+    record.write_text(json.dumps({"home": "/other", "job_name": "x"}), encoding="utf-8")
+    report = box.cleanup(yes=True)
+    [entry] = [c for c in report.caches if c.kind == "state_dir"]
+    assert (entry.removed, entry.reason, entry.needed_by) == (False, "inflight_launch", ["fl-1"])
+    assert record.is_file()
+
+
+def test_cleanup_unavailable_queue_is_unknown_never_empty(tmp_path: Path) -> None:
+    box = Box(tmp_path)
+    iso = box.state("dev")
+    box.faults({"command": "jobs.queue", "action": "fail", "kind": "transport"})
+    _write(box.home / "skypilot-venv.versions" / "abc" / "pyvenv.cfg", 1)
+    report = box.cleanup(yes=True)
+    [managed] = report.managed_jobs
+    assert (managed.verdict, managed.jobs) == ("unknown", [])
+    kinds = _by_kind(report)
+    assert (kinds["state_dir"].removed, kinds["state_dir"].reason) == (False, "controller_not_gone")
+    assert kinds["skypilot_venv"].removed is False  # cleanup-controller still needs it
+    assert iso.user_id_file.is_file()
+
+
+def test_cleanup_lists_non_terminal_jobs_of_every_user(tmp_path: Path) -> None:
+    box = Box(tmp_path)
+    box.faults(PENDING_FOREVER)
+    iso = box.state("dev")
+    box.launch(iso, "mine")
+    box.launch(iso, "theirs", user="other-operator")
+    report = box.cleanup(yes=False)
+    [managed] = report.managed_jobs
+    assert sorted(j.name for j in managed.jobs) == ["mine", "theirs"]
+    assert sorted(j.user for j in managed.jobs) == ["other-operator", "tester"]
+    assert _by_kind(report)["state_dir"].reason == "controller_not_gone"
+
+
+def test_cleanup_removal_failure_exits_1_and_names_the_path(tmp_path: Path) -> None:
+    box = Box(tmp_path)
+    _write(box.home / "rendered" / "done-1" / "a.yaml", 1)
+
+    def refuse(path: Path) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    report = box.cleanup(yes=True, remove=refuse)
+    assert report.exit_code == 1
+    assert str(box.home / "rendered" / "done-1") in report.errors[0]
+    assert [c.removed for c in report.caches] == [False]

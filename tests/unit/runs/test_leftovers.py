@@ -1,0 +1,136 @@
+"""The leftovers planner of ``npa cleanup`` (runs.leftovers): each rule, in order, and properties."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+
+from npa_infra.runs import leftovers as lo
+from npa_infra.runs.leftovers import CacheKind, Controller, KeepReason, Verdict
+from tests.strategies import leftover_worlds
+
+STATE = "/h/skypilot-state/dev"
+GONE = lo.StateObservation(STATE, Controller.GONE)
+
+
+def _cache(kind: CacheKind, run_id: str | None = None) -> lo.CacheObservation:
+    per_state = kind in (CacheKind.TASK_YAML, CacheKind.TICK_FILES, CacheKind.STATE_DIR)
+    path = STATE if kind is CacheKind.STATE_DIR else f"/x/{kind.value}"
+    return lo.CacheObservation(
+        kind, path, 10, run_id=run_id, state_dir=STATE if per_state else None
+    )
+
+
+@pytest.mark.parametrize(
+    ("run", "reason"),
+    [
+        (lo.RunObservation("r1", STATE, live=True, inflight=True, locked=True), "inflight_launch"),
+        (lo.RunObservation("r1", STATE, live=True, locked=True), "live_run"),
+        (lo.RunObservation("r1", STATE, locked=True), "locked"),
+        (lo.RunObservation("r1", None, live=True), "live_run"),  # directory unknown: served
+    ],
+    ids=["inflight-first", "live-before-locked", "locked", "unknown-dir-live"],
+)
+@pytest.mark.parametrize(
+    "kind",
+    [CacheKind.RENDERED_YAML, CacheKind.TASK_YAML, CacheKind.TICK_FILES, CacheKind.STATE_DIR,
+     CacheKind.SKYPILOT_VENV],
+    ids=lambda k: k.value,
+)  # fmt: skip
+def test_decide_run_that_needs_the_cache_keeps_it_and_is_named(
+    run: lo.RunObservation, reason: str, kind: CacheKind
+) -> None:
+    decision = lo.decide(_cache(kind, "r1"), [run], [GONE])
+    assert (decision.verdict, decision.reason, decision.needed_by) == (
+        Verdict.KEEP,
+        KeepReason(reason),
+        ("r1",),
+    )
+
+
+def test_decide_terminal_run_unlocked_cache_is_removed() -> None:
+    runs = [lo.RunObservation("r1", STATE)]
+    for kind in CacheKind:
+        assert lo.decide(_cache(kind, "r1"), runs, [GONE]).verdict is Verdict.REMOVE, kind
+
+
+def test_decide_other_runs_do_not_keep_a_per_run_cache() -> None:
+    runs = [lo.RunObservation("r2", STATE, live=True), lo.RunObservation("r1", "/other", live=True)]
+    assert lo.decide(_cache(CacheKind.RENDERED_YAML, "r3"), runs, [GONE]).remove
+    # r1 launched from another directory: this directory's task YAML of r1 is not its
+    assert lo.decide(_cache(CacheKind.TASK_YAML, "r1"), runs[1:], [GONE]).remove
+
+
+@pytest.mark.parametrize(
+    ("state", "reason"),
+    [
+        (lo.StateObservation(STATE, Controller.GONE, "dev", True), "controller_down_pending"),
+        (lo.StateObservation(STATE, Controller.GONE, "dev"), "stack_claimed"),
+        (lo.StateObservation(STATE, Controller.UNKNOWN), "controller_not_gone"),
+        (lo.StateObservation(STATE, Controller.UP), "controller_not_gone"),
+        (None, "controller_not_gone"),
+    ],
+    ids=["down-record", "stack-owner", "queue-unknown", "controller-up", "not-observed"],
+)
+def test_decide_state_dir_kept_until_its_controller_is_proven_gone(
+    state: lo.StateObservation | None, reason: str
+) -> None:
+    decision = lo.decide(_cache(CacheKind.STATE_DIR), [], [state] if state else [])
+    assert (decision.verdict, decision.reason) == (Verdict.KEEP, KeepReason(reason))
+    assert decision.detail
+
+
+def test_decide_venv_kept_while_a_controller_stands_or_bootstrap_runs() -> None:
+    venv = _cache(CacheKind.SKYPILOT_VENV)
+    up = lo.decide(venv, [], [GONE, lo.StateObservation("/b", Controller.UNKNOWN)])
+    assert (up.reason, "/b" in up.detail) == (KeepReason.CONTROLLER_NOT_GONE, True)
+    busy = lo.decide(venv, [], [GONE], bootstrap_locked=True)
+    assert busy.reason is KeepReason.BOOTSTRAP_RUNNING
+    assert lo.decide(venv, [], [GONE]).remove
+
+
+def test_runbook_cancel_wait_controller_destroy_cleanup_in_order() -> None:
+    assert lo.runbook(["a", "b"], ["dev"]) == [
+        "npa workbench workflow cancel a --json",
+        "npa workbench workflow cancel b --json",
+        "npa workbench workflow status a --watch --json",
+        "npa workbench workflow status b --watch --json",
+        "npa skypilot cleanup-controller -s dev --yes",
+        "npa stack destroy -s dev --yes",
+        "npa cleanup --yes",
+    ]
+
+
+@given(leftover_worlds())
+def test_plan_any_world_one_decision_per_cache_never_removes_what_a_run_needs(
+    world: dict[str, Any],
+) -> None:
+    decisions = lo.plan(**world)
+    assert [d.cache for d in decisions] == world["caches"]
+    assert decisions == lo.plan(**world)  # deterministic
+    for decision in decisions:
+        cache = decision.cache
+        if decision.verdict is Verdict.KEEP:
+            assert decision.reason is not None and decision.detail
+            continue
+        assert decision.reason is None and decision.needed_by == ()
+        for run in world["runs"]:
+            if run.live or run.inflight or run.locked:
+                needs = (
+                    cache.kind is CacheKind.SKYPILOT_VENV
+                    or (cache.run_id == run.run_id and cache.kind is CacheKind.RENDERED_YAML)
+                    or (
+                        cache.kind in (CacheKind.TICK_FILES, CacheKind.STATE_DIR)
+                        and run.state_dir in (None, cache.state_dir)
+                    )
+                )
+                assert not needs, (cache, run)
+        standing = [s for s in world["states"] if s.controller is not Controller.GONE]
+        if cache.kind is CacheKind.STATE_DIR:
+            [state] = [s for s in world["states"] if s.path == cache.path]
+            assert state.controller is Controller.GONE
+            assert not state.stack_owner and not state.controller_down
+        if cache.kind is CacheKind.SKYPILOT_VENV:
+            assert not standing and not world["bootstrap_locked"]
