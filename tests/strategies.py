@@ -47,6 +47,9 @@ Four families:
   any state with versions in and out of the pins (or missing), any owner of
   the API server port or none checked, and any set of IAM token names, for
   the totality and rule order of ``skypilot.drift.decide``.
+- ``drain_worlds``: nodes, pods bound to them (or elsewhere; DaemonSet, mirror,
+  terminating) and PodDisruptionBudgets with any selector, amount, eviction
+  policy and status, for the drain preview's rules (kubernetes.md §7).
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ from npa_infra.workflow.submission.submitflags import Kind
 __all__ = [
     "SEED_SPECS",
     "accelerator_requests",
+    "drain_worlds",
     "drift_observations",
     "gpu_node_lists",
     "hex_texts",
@@ -1307,3 +1311,73 @@ def leftover_worlds(draw: st.DrawFn) -> dict[str, Any]:
         "states": draw(st.lists(observed, max_size=2, unique_by=lambda s: s.path)),
         "bootstrap_locked": draw(st.booleans()),
     }
+
+_DRAIN_NAMESPACES = ("team-a", "team-b", "kube-system")
+_DRAIN_LABELS = st.dictionaries(
+    st.sampled_from(("app", "tier")), st.sampled_from(("a", "b")), max_size=2
+)
+
+
+@st.composite
+def drain_worlds(draw: st.DrawFn) -> dict[str, Any]:
+    """A cluster for the drain preview (kubernetes.md §7): ``nodes`` (names), ``pods``
+    (``NodePod``: ready or not, any phase, on a node of the cluster or another, some
+    DaemonSet-owned, mirror or terminating) and ``budgets`` (``DisruptionBudget``:
+    null, empty or label/expression selectors, int or percentage min/max, any eviction
+    policy, a status written for this generation, an older one or none)."""
+    from npa_infra.kube.models import (
+        BudgetStatus,
+        DisruptionBudget,
+        LabelSelector,
+        NodePod,
+        SelectorRequirement,
+    )
+
+    nodes = draw(st.lists(st.sampled_from(("n1", "n2", "n3")), min_size=1, max_size=3, unique=True))
+    pod = st.builds(
+        NodePod,
+        name=st.text("abcdefgh", min_size=1, max_size=4),
+        namespace=st.sampled_from(_DRAIN_NAMESPACES),
+        node_name=st.sampled_from(("n1", "n2", "n3", "elsewhere")),
+        labels=_DRAIN_LABELS.map(lambda d: tuple(sorted(d.items()))),
+        phase=st.sampled_from(("Running", "Pending", "Succeeded", "Failed")),
+        ready=st.booleans(),
+        deleting=st.booleans(),
+        daemonset=st.booleans(),
+        mirror=st.booleans(),
+    )
+    requirement = st.builds(
+        SelectorRequirement,
+        st.sampled_from(("app", "tier")),
+        st.sampled_from(("In", "NotIn", "Exists", "DoesNotExist")),
+        st.lists(st.sampled_from(("a", "b")), max_size=2).map(tuple),
+    )
+    selector = st.one_of(
+        st.none(),
+        st.builds(
+            LabelSelector,
+            _DRAIN_LABELS.map(lambda d: tuple(sorted(d.items()))),
+            st.lists(requirement, max_size=2).map(tuple),
+        ),
+    )
+    amount = st.one_of(st.none(), st.integers(0, 4), st.sampled_from(("0%", "50%", "100%")))
+    count = st.integers(0, 5)
+    status = st.one_of(
+        st.none(),
+        st.builds(
+            BudgetStatus, count, count, count, count, st.one_of(st.none(), st.integers(1, 3))
+        ),
+    )
+    budget = st.builds(
+        DisruptionBudget,
+        name=st.sampled_from(("web", "db", "coredns", "metrics-server")),
+        namespace=st.sampled_from(_DRAIN_NAMESPACES),
+        selector=selector,
+        min_available=amount,
+        max_unavailable=amount,
+        unhealthy_pod_eviction_policy=st.sampled_from((None, "IfHealthyBudget", "AlwaysAllow")),
+        generation=st.integers(1, 3),
+        status=status,
+    )
+    budgets = draw(st.lists(budget, max_size=5, unique_by=lambda b: (b.namespace, b.name)))
+    return {"nodes": nodes, "pods": draw(st.lists(pod, max_size=10)), "budgets": budgets}
