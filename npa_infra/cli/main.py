@@ -5,7 +5,7 @@ import sys
 
 import typer
 
-from npa_infra.cli import cleanup, skypilot, stack, workflow
+from npa_infra.cli import cleanup, cluster, skypilot, stack, workflow
 
 __all__ = ["app", "run"]
 
@@ -26,6 +26,7 @@ app.add_typer(workbench, name="workbench")
 app.add_typer(skypilot.app, name="skypilot")
 app.add_typer(stack.app, name="stack")
 app.command("cleanup")(cleanup.cleanup_cmd)
+app.add_typer(cluster.app, name="cluster")
 
 
 @app.callback()

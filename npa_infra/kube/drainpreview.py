@@ -172,8 +172,8 @@ def _judge(budget: DisruptionBudget, ready: int, unhealthy: int) -> tuple[Reason
         )
     allowed = status.disruptions_allowed
     waiting = ready - allowed
-    # §7.2: more ready matching pods than disruptions allowed.
-    if ready > allowed:
+    # §7.2: more ready matching pods than disruptions allowed, and none allowed now.
+    if ready > allowed == 0:
         if _zero(budget.max_unavailable):
             return Reason.MAX_UNAVAILABLE_ZERO, (
                 f"maxUnavailable is 0: none of its {ready} ready pods may be evicted; the drain "
@@ -190,11 +190,12 @@ def _judge(budget: DisruptionBudget, ready: int, unhealthy: int) -> tuple[Reason
                 f"minAvailable covers all {status.expected_pods} pods: each of the {ready} "
                 "evictions waits until a replacement pod is ready on a node that is not draining"
             )
-        if allowed == 0:
-            return Reason.NO_DISRUPTIONS_ALLOWED, (
-                f"no disruption allowed now: each of the {ready} evictions waits until a "
-                "replacement pod is ready elsewhere"
-            )
+        return Reason.NO_DISRUPTIONS_ALLOWED, (
+            f"no disruption allowed now: each of the {ready} evictions waits until a "
+            "replacement pod is ready elsewhere"
+        )
+    # §7.2: more ready matching pods than disruptions allowed.
+    if ready > allowed:
         return Reason.EXCEEDS_DISRUPTIONS_ALLOWED, (
             f"{allowed} of {ready} ready pods can be evicted at once; the other {waiting} wait "
             "until replacement pods are ready elsewhere"

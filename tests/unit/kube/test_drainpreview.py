@@ -83,6 +83,8 @@ def _budget(
             Reason.NO_DISRUPTIONS_ALLOWED,
         ),
         (_budget((3, 1, 2, 3), min_available=1), _pods(3), Reason.EXCEEDS_DISRUPTIONS_ALLOWED),
+        (_budget((4, 3, 1, 3), max_unavailable=0), _pods(4), Reason.EXCEEDS_DISRUPTIONS_ALLOWED),
+        (_budget((3, 2, 1, 2), min_available="100%"), _pods(3), Reason.EXCEEDS_DISRUPTIONS_ALLOWED),
         (
             _budget((1, 2, 0, 3), min_available=2),
             _pods(0, unhealthy=2),
@@ -108,6 +110,8 @@ def _budget(
         "min-available-100-percent",
         "disruptions-allowed-0",
         "more-ready-than-allowed",
+        "max-unavailable-0-extra-pod",
+        "min-100-percent-scale-below-pods",
         "unhealthy-protected",
         "unhealthy-always-allow",
         "fits",
