@@ -2,7 +2,8 @@
 
 ``FakeCluster`` answers ``nodes``, ``namespace_exists``,
 ``service_account_exists``, ``job_pods`` and ``cluster_pods`` (from ``pod_list``, with the real
-adapter's selection rule of kubernetes.md §6.1) from plain collections, scripts ``/readyz``
+adapter's selection rule of kubernetes.md §6.1), ``disruption_budgets`` and ``bound_pods``
+(``budget_list``, ``bound_pod_list``) from plain collections, scripts ``/readyz``
 answers (the last one repeats), can raise a ``KubeError`` from any call, and
 records every call. ``FakeClock`` is a monotonic clock whose ``sleep`` moves
 time instead of waiting, for ``readiness.wait_ready``.
@@ -15,7 +16,15 @@ from dataclasses import dataclass, field
 
 from npa_infra.errors import KubeError
 from npa_infra.kube import pending
-from npa_infra.kube.models import KubeErrorKind, NodeInfo, PodObservation, ReadyzSample, Taint
+from npa_infra.kube.models import (
+    DisruptionBudget,
+    KubeErrorKind,
+    NodeInfo,
+    NodePod,
+    PodObservation,
+    ReadyzSample,
+    Taint,
+)
 
 __all__ = ["FakeClock", "FakeCluster", "gpu_node", "kube_error", "ready_sample"]
 
@@ -60,6 +69,8 @@ class FakeCluster:
     namespaces: set[str] = field(default_factory=lambda: {"default"})
     service_accounts: set[tuple[str, str]] = field(default_factory=set)
     pod_list: list[PodObservation] = field(default_factory=list)
+    budget_list: list[DisruptionBudget] = field(default_factory=list)
+    bound_pod_list: list[NodePod] = field(default_factory=list)
     readyz_script: list[ReadyzSample | KubeError] = field(default_factory=lambda: [ready_sample()])
     fail_on: dict[str, KubeError] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
@@ -109,6 +120,14 @@ class FakeCluster:
     ) -> list[PodObservation]:
         self._call("cluster_pods")
         return self._labelled(namespace, select)
+
+    def disruption_budgets(self) -> list[DisruptionBudget]:
+        self._call("disruption_budgets")
+        return sorted(self.budget_list, key=lambda b: (b.namespace, b.name))
+
+    def bound_pods(self) -> list[NodePod]:
+        self._call("bound_pods")
+        return sorted(self.bound_pod_list, key=lambda p: (p.namespace, p.name))
 
     def _labelled(
         self, namespace: str | None, select: Callable[[str], bool] | None
