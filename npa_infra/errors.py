@@ -11,6 +11,8 @@ Every failure a user can cause or meet is an ``NpaError``: a one-sentence
     ├── ConfigError           local configuration or environment is missing or wrong (exit 1)
     │   ├── MissingSecretError    a --secret-env name has no value anywhere we may look
     │   ├── StackConfigError      a stack configuration file is invalid; carries located issues
+    │   ├── ProjectError          --project/--stack select nothing, or two different targets;
+    │                             an unreadable project entry (``details.reason``)
     │   └── SkyPilotDriftError    the pinned SkyPilot venv drifted (kubernetes client >= 36,
     │                             fastapi >= 0.120), or another API server holds the port;
     │                             raised before any live action runs the binary
@@ -58,6 +60,7 @@ __all__ = [
     "NotYetAvailableError",
     "NpaError",
     "PreflightError",
+    "ProjectError",
     "RenderError",
     "RunCancelledError",
     "RunLockedError",
@@ -168,6 +171,12 @@ class StackConfigError(ConfigError):
         )
         self.issues = issues
         self.source = source
+
+
+class ProjectError(ConfigError):
+    """The stack/project selection is unknown, unreadable or contradictory (issue 16)."""
+
+    category = "project"
 
 
 class SkyPilotDriftError(ConfigError):

@@ -84,6 +84,7 @@ __all__ = [
     "permanent_pull_messages",
     "probe_observation_fields",
     "pull_secret_layers",
+    "project_resolutions",
     "random_spec_texts",
     "run_outcome_evidence",
     "sky_command_results",
@@ -1264,6 +1265,43 @@ def job_observations(draw: st.DrawFn) -> Any:
 
 
 # -- npa cleanup: the leftovers planner (runs.leftovers) --------------------------------
+_ALIASES = ("dev", "prod", "team-a", "a.b", "x_1")
+
+
+@st.composite
+def project_resolutions(draw: st.DrawFn) -> Any:
+    """One ``projects.resolve`` input: (request, entry, stack_exists, known).
+
+    The project entry is present (bound to a stack, a context, or both), absent
+    or unreadable; a stack of the alias's name exists or not; ``--stack`` and an
+    explicit context are absent, equal to the binding or different from it.
+    """
+    from npa_infra.projects import models, resolve
+
+    alias = draw(st.none() | st.sampled_from(_ALIASES))
+    state = draw(st.sampled_from(list(resolve.EntryState)))
+    bound_stack = draw(st.none() | st.sampled_from(("dev", "prod", alias or "dev")))
+    bound_context = draw(st.none() | st.sampled_from(("kind-a", "kind-b")))
+    entry = None
+    if alias is not None:
+        path = f"/home/u/.npa/projects/{alias}.yaml"
+        project = models.Project(alias=alias, stack=bound_stack, context=bound_context)
+        entry = resolve.Entry(
+            state,
+            path,
+            project=project if state is resolve.EntryState.PRESENT else None,
+            problem="not a mapping" if state is resolve.EntryState.UNREADABLE else "",
+        )
+    stack = draw(st.none() | st.sampled_from(("dev", "prod", alias or "dev", "other")))
+    context = draw(st.none() | st.sampled_from(("kind-a", "kind-b")))
+    known = resolve.Known(
+        projects=tuple(draw(st.lists(st.sampled_from(_ALIASES), unique=True, max_size=3))),
+        stacks=tuple(draw(st.lists(st.sampled_from(_ALIASES), unique=True, max_size=3))),
+    )
+    request = resolve.Request(stack=stack, project=alias, context=context)
+    return request, entry, draw(st.booleans()), known
+
+
 
 _RUN_IDS = ("r1", "r2", "r3")
 _STATE_DIRS = ("/h/skypilot-state/a", "/h/skypilot-state/b")
