@@ -83,9 +83,9 @@ __all__ = [
     "mutated_spec_texts",
     "permanent_pull_messages",
     "probe_observation_fields",
-    "pull_secret_layers",
     "project_resolutions",
     "random_spec_texts",
+    "pull_secret_layers",
     "run_outcome_evidence",
     "sky_command_results",
     "source_files",
@@ -1264,7 +1264,7 @@ def job_observations(draw: st.DrawFn) -> Any:
     return resume.JobObservation(presence)
 
 
-# -- npa cleanup: the leftovers planner (runs.leftovers) --------------------------------
+# -- the stack/project selection (npa_infra/projects/resolve.py; issue 16) -------------------
 _ALIASES = ("dev", "prod", "team-a", "a.b", "x_1")
 
 
@@ -1303,6 +1303,7 @@ def project_resolutions(draw: st.DrawFn) -> Any:
 
 
 
+# -- npa cleanup: the leftovers planner (runs.leftovers) --------------------------------
 _RUN_IDS = ("r1", "r2", "r3")
 _STATE_DIRS = ("/h/skypilot-state/a", "/h/skypilot-state/b")
 
