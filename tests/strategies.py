@@ -72,6 +72,7 @@ from npa_infra.workflow.submission.submitflags import Kind
 __all__ = [
     "SEED_SPECS",
     "accelerator_requests",
+    "controller_gate_inputs",
     "drain_worlds",
     "drift_observations",
     "gpu_node_lists",
@@ -1420,3 +1421,47 @@ def drain_worlds(draw: st.DrawFn) -> dict[str, Any]:
     )
     budgets = draw(st.lists(budget, max_size=5, unique_by=lambda b: (b.namespace, b.name)))
     return {"nodes": nodes, "pods": draw(st.lists(pod, max_size=10)), "budgets": budgets}
+
+
+_GATE_STATUSES = (
+    "PENDING",
+    "SUBMITTED",
+    "STARTING",
+    "RUNNING",
+    "WINDING_DOWN",
+    "RECOVERING",
+    "CANCELLING",
+    "SUCCEEDED",
+    "CANCELLED",
+    "FAILED",
+    "FAILED_SETUP",
+    "FAILED_PRECHECKS",
+    "FAILED_NO_RESOURCE",
+    "FAILED_CONTROLLER",
+)
+
+
+@st.composite
+def controller_gate_inputs(draw: st.DrawFn) -> Any:
+    """What the controller's teardown gate decides on (``runs.controllergate.GateInput``):
+    any queue observation (or none since the last down), jobs of several users in
+    every SkyPilot status, any last ``sky down`` answer, the deadline and ``--yes``."""
+    from npa_infra.runs import controllergate as gate
+
+    job = st.builds(
+        gate.ManagedJob,
+        st.integers(1, 40),
+        st.sampled_from(("train", "eval", "npa-run-a")),
+        st.sampled_from(("tester", "alice", "bob")),
+        st.sampled_from(_GATE_STATUSES),
+    )
+    kind = draw(st.sampled_from(list(gate.QueueKind)))
+    jobs = tuple(draw(st.lists(job, max_size=5))) if kind is gate.QueueKind.JOBS else ()
+    observed = gate.QueueObservation(kind, jobs, draw(st.sampled_from(("", "detail"))))
+    return gate.GateInput(
+        queue=draw(st.one_of(st.none(), st.just(observed))),
+        last_down=draw(st.sampled_from(list(gate.DownKind))),
+        down_detail=draw(st.sampled_from(("", "RuntimeError: boom"))),
+        deadline_passed=draw(st.booleans()),
+        confirmed=draw(st.booleans()),
+    )

@@ -78,6 +78,9 @@ BOUNDARIES: tuple[Boundary, ...] = (
         outcome="end_controller_down",  # cleared on a definite answer; launches refuse meanwhile
         crash_test="tests/integration/stack/test_controller.py::"
         "test_delete_killed_during_sky_down_blocks_launches_until_rerun_finishes",
+        note="one journaled down for both teardown paths (stack.controllerdown); "
+        "cleanup-controller's own: tests/integration/stack/test_controller_gate.py::"
+        "test_cleanup_killed_during_sky_down_then_rerun_finishes",
     ),
     Boundary(
         Mutation.PROBE_POD_CREATE,

@@ -204,6 +204,7 @@ def _record(raw: object) -> QueueRecord | None:
             failure_reason=_opt(raw.get("failure_reason")),
             cluster_name_on_cloud=_opt(raw.get("cluster_name_on_cloud")),
             user_hash=_opt(raw.get("user_hash")),
+            user_name=_opt(raw.get("user_name")),
         )
     except (KeyError, ValueError, TypeError, OverflowError):
         return None

@@ -127,6 +127,7 @@ class QueueRecord(NamedTuple):
     failure_reason: str | None = None
     cluster_name_on_cloud: str | None = None
     user_hash: str | None = None
+    user_name: str | None = None  # filled with ``--all-users`` (§3.2)
 
 
 class QueueResult(NamedTuple):

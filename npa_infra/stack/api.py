@@ -18,11 +18,15 @@ Each function resolves the same things in the same order, then drives one
    file ``$NPA_HOME/pulumi-passphrase`` (0600) when it exists. It reaches the
    engine through its environment only, never argv, and is never logged.
 
-``destroy`` runs the terminal-run gate first (``gate``): active runs block it
-(``blocked_active_jobs``) unless a ``cancel_run`` callback was passed (the
-workflow layer's ``--cancel-runs``) and ``yes`` is set; then every active run
-is cancelled, and the gate is asked again. The engine's own controller
-teardown re-checks the same gate.
+``destroy`` first proves the engine usable (it reads the stack's outputs)
+whenever it may act before the engine's destroy, then runs the terminal-run
+gate (``gate``): active runs block it (``blocked_active_jobs``) unless a
+``cancel_run`` callback was passed (the workflow layer's ``--cancel-runs``)
+and ``yes`` is set; then every active run of the stack is cancelled by its
+exact id, and the gate is asked again. Then the controller's gate on the
+queue of every user (``controller_gate``: ``stack.controllerdown``) refuses,
+waits for CANCELLING jobs, and tears the controller down under ``yes``. The
+engine's own controller teardown runs the same gates again.
 """
 
 from __future__ import annotations
@@ -40,9 +44,12 @@ from npa_infra.stack import config as stack_config
 from npa_infra.stack import gate
 from npa_infra.stack.base import StackEngine
 from npa_infra.stack.models import (
+    ControllerReport,
+    ControllerStatus,
     DestroyReport,
     DestroyStatus,
     GateReport,
+    OutputEntry,
     OutputsReport,
     StackOutputs,
     UpReport,
@@ -53,6 +60,7 @@ from npa_infra.stack.report import PreviewReport
 from npa_infra.stack.runner import RunnerSettings, missing_cli
 
 __all__ = [
+    "ControllerGate",
     "EngineFactory",
     "StackRequest",
     "destroy",
@@ -66,6 +74,8 @@ __all__ = [
 
 EngineFactory = Callable[[RunnerSettings], StackEngine]
 CancelRun = Callable[[str], str]  # run id -> the cancel outcome (cli.md §1.6)
+# (stack, its outputs, yes) -> the controller's teardown gate (stack.controllerdown)
+ControllerGate = Callable[[str, dict[str, OutputEntry], bool], ControllerReport]
 _PASSTHROUGH = ("NPA_HOME", "KUBECONFIG", "NPA_SKYPILOT_BIN", "PULUMI_CONFIG_PASSPHRASE_FILE")
 
 
@@ -286,18 +296,26 @@ def destroy(
     exclude_protected: bool = False,
     cancel_run: CancelRun | None = None,
     engine_factory: EngineFactory | None = None,
+    controller_gate: ControllerGate | None = None,
 ) -> DestroyReport:
-    """The teardown order: the run gate (cancelling first when asked), then the engine's destroy.
+    """The teardown order: the engine proven usable, the run gate (cancelling first when
+    asked), the controller's all-users queue gate, then the engine's destroy.
 
     Raises:
         Same as ``preview``; ConfigError when the journal cannot be read.
     """
     engine, _ = _engine(request, env, engine_factory)
+    stack_outputs: dict[str, OutputEntry] | None = None
     decision = gate.decide(gate.observe_home(env, stack=request.stack))
     cancelled: list[dict[str, str]] = []
     if not decision.clear and cancel_run is not None and yes:
+        # the engine is proven usable (stack selected, state and secrets readable) before
+        # anything is cancelled: an unusable one would leave the runs cancelled and the
+        # stack standing
+        stack_outputs = engine.outputs()
         for run in decision.active:
-            cancelled.append({"run_id": run.run_id, "outcome": cancel_run(run.run_id)})
+            if run.stack == request.stack:  # only the stack's own runs, by exact id
+                cancelled.append({"run_id": run.run_id, "outcome": cancel_run(run.run_id)})
         decision = gate.decide(gate.observe_home(env, stack=request.stack))
     report = _gate_report(decision)
     if not decision.clear:
@@ -307,9 +325,25 @@ def destroy(
             gate=report,
             cancelled_runs=cancelled,
         )
+    controller = None
+    if controller_gate is not None:  # the same proof before the controller may go
+        stack_outputs = engine.outputs() if stack_outputs is None else stack_outputs
+        controller = controller_gate(request.stack, stack_outputs, yes)
+    held = _controller_status(controller)
+    if held is not None:
+        return DestroyReport(
+            status=held,
+            stack=request.stack,
+            gate=report,
+            cancelled_runs=cancelled,
+            controller=controller,
+        )
     if not yes:
         return DestroyReport(
-            status=DestroyStatus.CONFIRMATION_REQUIRED, stack=request.stack, gate=report
+            status=DestroyStatus.CONFIRMATION_REQUIRED,
+            stack=request.stack,
+            gate=report,
+            controller=controller,
         )
     summary = engine.destroy(exclude_protected=exclude_protected)
     return DestroyReport(
@@ -317,8 +351,24 @@ def destroy(
         stack=request.stack,
         gate=report,
         cancelled_runs=cancelled,
+        controller=controller,
         summary=summary,
     )
+
+
+def _controller_status(controller: ControllerReport | None) -> DestroyStatus | None:
+    """The destroy's status when the controller's queue gate holds it; None when clear."""
+    if controller is None or controller.status in (
+        ControllerStatus.REMOVED,
+        ControllerStatus.ALREADY_GONE,
+        ControllerStatus.WOULD_REMOVE,
+    ):
+        return None
+    if controller.status is ControllerStatus.FAILED:
+        return DestroyStatus.CONTROLLER_FAILED
+    if controller.status is ControllerStatus.UNKNOWN:
+        return DestroyStatus.CONTROLLER_UNPROVEN
+    return DestroyStatus.BLOCKED_ACTIVE_JOBS
 
 
 def outputs(

@@ -6,7 +6,7 @@ Exit codes of every ``npa stack`` subcommand:
 |---|---|
 | 0 | done; for ``preview``/``refresh`` without ``--yes``: no changes, or changes without a flag asking to fail on them |
 | 1 | an error, ``confirmation_required`` (``up``/``destroy``/``refresh`` without ``--yes``), or ``blocked_active_jobs`` |
-| 2 | ``preview``/``refresh``: changes present with ``--detailed-exitcode`` or ``--expect-no-changes``; also click's usage errors (no JSON on stdout) |
+| 2 | ``preview``/``refresh``: changes present with ``--detailed-exitcode`` or ``--expect-no-changes``; ``destroy``: ``controller_unproven`` (the controller's queue could not be read); also click's usage errors (no JSON on stdout) |
 | 3 | the engine is missing: no ``pulumi`` CLI, or no provider plugin |
 
 Secret output values never appear unless ``--show-secrets`` asked for them:
@@ -24,7 +24,11 @@ from pydantic import BaseModel, ConfigDict, JsonValue
 from npa_infra.stack.report import PreviewReport
 
 __all__ = [
+    "CONTROLLER_EXIT_CODES",
     "SECRET_MASK",
+    "BlockingJob",
+    "ControllerReport",
+    "ControllerStatus",
     "DestroyReport",
     "DestroyStatus",
     "EngineUpdate",
@@ -107,10 +111,64 @@ class UpReport(_Model):
         return 0 if self.status is UpStatus.UPDATED else 1
 
 
+class ControllerStatus(StrEnum):
+    """The outcome of the controller's teardown gate (``npa skypilot cleanup-controller``)."""
+
+    REMOVED = "removed"
+    ALREADY_GONE = "already_gone"
+    REFUSED = "refused"
+    WOULD_REMOVE = "would_remove"
+    TIMED_OUT = "timed_out"
+    FAILED = "failed"
+    UNKNOWN = "unknown"  # the queue could not be proven: nothing was torn down
+
+
+CONTROLLER_EXIT_CODES = {
+    ControllerStatus.REMOVED: 0,
+    ControllerStatus.ALREADY_GONE: 0,
+    ControllerStatus.REFUSED: 1,
+    ControllerStatus.WOULD_REMOVE: 1,
+    ControllerStatus.TIMED_OUT: 1,
+    ControllerStatus.FAILED: 1,
+    ControllerStatus.UNKNOWN: 2,
+}
+
+
+class BlockingJob(_Model):
+    """A managed job that holds the controller up, of any user."""
+
+    id: int
+    name: str
+    user: str
+    status: str
+
+
+class ControllerReport(_Model):
+    """What the controller's teardown gate saw and did (cli.md style: one object, ``status``)."""
+
+    status: ControllerStatus
+    stack: str
+    state_dir: str
+    controller: str
+    reason: str
+    blocking_jobs: list[BlockingJob] = []
+    next: list[str] = []
+    deadline_seconds: float
+    detail: str = ""
+    sky_down_calls: int = 0
+    queue_reads: int = 0
+
+    @property
+    def exit_code(self) -> int:
+        return CONTROLLER_EXIT_CODES[self.status]
+
+
 class DestroyStatus(StrEnum):
     DESTROYED = "destroyed"
     CONFIRMATION_REQUIRED = "confirmation_required"
     BLOCKED_ACTIVE_JOBS = "blocked_active_jobs"
+    CONTROLLER_FAILED = "controller_teardown_failed"  # `sky down` failed: its text in controller
+    CONTROLLER_UNPROVEN = "controller_unproven"  # the queue gate could not prove it safe
 
 
 class GateReport(_Model):
@@ -125,11 +183,14 @@ class DestroyReport(_Model):
     stack: str
     gate: GateReport
     cancelled_runs: list[dict[str, str]] = []
+    controller: ControllerReport | None = None  # the all-users queue gate of the controller
     summary: UpdateSummary | None = None
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.status is DestroyStatus.DESTROYED else 1
+        if self.status is DestroyStatus.DESTROYED:
+            return 0
+        return 2 if self.status is DestroyStatus.CONTROLLER_UNPROVEN else 1
 
 
 class OutputsReport(_Model):

@@ -11,10 +11,13 @@ claim the directory for the stack (``stack-owner``: submits, status and
 cancel adopt that config and never rewrite it) and report the controller's
 name.
 ``delete`` is the guarded teardown: it refuses while any run of the stack is
-not terminal (``gate``), then runs ``sky down sky-jobs-controller-<id>``,
-answering its ``delete`` prompt, and fails (leaving the stack intact) when
-SkyPilot itself refuses because managed jobs are in progress; once the
-controller is gone the directory's claim is released. A change of
+not terminal in the journal (``gate``), then runs the controller's gate on
+the queue of every user (``controllerdown``: non-terminal jobs refuse, naming
+id, name and user; CANCELLING ones are waited for within a deadline; the
+journaled ``sky down sky-jobs-controller-<id>`` answers its ``delete`` prompt
+and is retried after SkyPilot's own in-progress refusal once the queue
+drained; any other failure stops with its text, leaving the stack intact);
+once the controller is gone the directory's claim is released. A change of
 context, state directory or stack replaces the controller, tearing the old
 one down first. Resources and ``pod_config`` apply when SkyPilot next
 creates the controller; a running controller is not resized.
@@ -37,6 +40,7 @@ shows only the message.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -51,14 +55,14 @@ from npa_infra.errors import (
     RunStateError,
     SkyPilotDriftError,
     StorageError,
+    UncertainOutcomeError,
 )
-from npa_infra.journal import inflight
 from npa_infra.kube.base import KubeCluster
 from npa_infra.skypilot.base import SkyPilot
 from npa_infra.skypilot.isolation import ControllerSettings, IsolatedDir, controller_pod_config
-from npa_infra.skypilot.models import DownOutcome
 from npa_infra.source import decision as source_decision
-from npa_infra.stack import gate
+from npa_infra.stack import controllerdown, gate
+from npa_infra.stack.models import ControllerReport, ControllerStatus
 from npa_infra.storage.base import ObjectStore
 from npa_infra.storage.models import S3Uri
 
@@ -97,6 +101,43 @@ def _inputs(props: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in props.items() if k != _PROVIDER_KEY}
 
 
+def _progress(line: str) -> None:
+    """The engine shows a provider's stderr; a wait of minutes must say what it waits for."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def _raise_unless_gone(report: ControllerReport) -> None:
+    """The gate's result as the engine shows it: only the message (module docstring)."""
+    if report.status in (ControllerStatus.REMOVED, ControllerStatus.ALREADY_GONE):
+        return
+    jobs = [j.model_dump() for j in report.blocking_jobs]
+    if report.status in (ControllerStatus.REFUSED, ControllerStatus.TIMED_OUT):
+        why = "timed out waiting for" if report.status is ControllerStatus.TIMED_OUT else "found"
+        raise RunStateError(
+            f"refusing to tear down the SkyPilot controller of stack {report.stack}: {why} "
+            f"managed jobs not terminal: {report.detail}. Hint: cancel them "
+            "(`npa workbench workflow cancel <run> --json`; another user's job by its owner), "
+            "wait until they are terminal, then rerun the destroy",
+            remedy="npa workbench workflow cancel <run> --json",
+            details={"blocking_jobs": jobs, "reason": report.reason},
+        )
+    if report.status is ControllerStatus.FAILED:
+        raise ExternalError(
+            f"`sky down` of the controller failed: {report.detail[:300]}. Hint: check "
+            "`npa skypilot status`, then rerun the destroy",
+            remedy="npa skypilot status",
+            details={"reason": report.reason},
+        )
+    raise UncertainOutcomeError(
+        f"cannot prove the SkyPilot controller of stack {report.stack} may go: its queue of "
+        f"all users is unknown ({report.detail[:300]}); nothing was torn down. Hint: check "
+        "`npa skypilot status`, then rerun the destroy",
+        remedy="npa skypilot status",
+        details={"reason": report.reason},
+    )
+
+
 class ControllerProvider(dynamic.ResourceProvider):
     """CRUD of the isolated SkyPilot state directory and its controller (module docstring)."""
 
@@ -106,11 +147,17 @@ class ControllerProvider(dynamic.ResourceProvider):
         sky: SkyFactory | None = None,
         cluster: ClusterFactory | None = None,
         env: Mapping[str, str] | None = None,
+        deadline_seconds: float = controllerdown.DEFAULT_DEADLINE,
+        now: Callable[[], float] | None = None,
+        sleep: Callable[[float], None] | None = None,
     ) -> None:
         super().__init__()
         self._sky = sky
         self._cluster = cluster
         self._env = dict(env) if env is not None else None
+        self._deadline = deadline_seconds
+        self._now = now  # None: the wall clock (tests move a fake one)
+        self._sleep = sleep
 
     def environment(self) -> Mapping[str, str]:
         return self._env if self._env is not None else os.environ
@@ -153,32 +200,25 @@ class ControllerProvider(dynamic.ResourceProvider):
                 remedy=f"npa stack destroy --stack {stack} --cancel-runs --yes",
                 details={"active_runs": [r.run_id for r in decision.active]},
             )
-        state_dir = Path(str(props["state_dir"])).expanduser()
+        isolated = IsolatedDir(Path(str(props["state_dir"])).expanduser())
         client = self._client(props, env)
-        # intent before the mutation (faults.md invariant 5): while it stands no submit
-        # launches into this state, and a rerun of the destroy finishes the down
-        inflight.begin_controller_down(
-            state_dir,
-            inflight.ControllerDown(str(_id), stack, os.getpid(), time.time()),
+        # the one controller gate (all-users queue, drain, journaled down, retry)
+        plan = controllerdown.Teardown(
+            isolated=isolated,
+            stack=stack,
+            controller=isolated.controller_name(env),
+            yes=True,
+            deadline_seconds=self._deadline,
         )
-        result = client.down_controller()
-        if result.outcome in (DownOutcome.TORN_DOWN, DownOutcome.ALREADY_ABSENT):
-            IsolatedDir(state_dir).release()
-            inflight.end_controller_down(state_dir)
-            return
-        if result.outcome is DownOutcome.BLOCKED_IN_PROGRESS:
-            inflight.end_controller_down(state_dir)  # refused before anything was torn down
-            raise RunStateError(
-                "SkyPilot refuses to tear down the controller: in-progress managed jobs "
-                f"found ({result.detail[:300]}). Hint: cancel them by id "
-                "(`npa workbench workflow cancel RUN_ID`), then rerun the destroy",
-                remedy="npa workbench workflow cancel RUN_ID",
-            )
-        raise ExternalError(
-            f"`sky down` of the controller failed ({result.error_kind.value}): "
-            f"{result.detail[:300]}. Hint: check `npa skypilot status`, then rerun the destroy",
-            remedy="npa skypilot status",
+        outcome = controllerdown.execute(
+            client,
+            plan,
+            now=self._now or time.time,
+            sleep=self._sleep or time.sleep,
+            progress=_progress,
         )
+        _raise_unless_gone(controllerdown.report(plan, outcome))
+        isolated.release()
 
     # -- helpers --------------------------------------------------------------------
     def _verify_cluster(self, props: Mapping[str, Any], env: Mapping[str, str]) -> None:

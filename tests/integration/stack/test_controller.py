@@ -177,15 +177,16 @@ def test_pod_config_keeps_configured_pull_secrets_first() -> None:
 
 
 # -- delete: the guarded teardown ------------------------------------------------------------
-def test_delete_no_controller_already_absent_answers_prompt(
+def test_delete_no_controller_queue_proves_absence_no_down_sent(
     provider: ControllerProvider, sim: Sim, tmp_path: Path
 ) -> None:
     created = provider.create(props(tmp_path))
     assert created.outs is not None
 
-    provider.delete(created.id, created.outs)
+    provider.delete(created.id, created.outs)  # the queue's ClusterNotUpError: nothing to tear down
 
-    assert down_calls(sim, tmp_path) == [["down", created.id, "--yes"]]
+    assert down_calls(sim, tmp_path) == []
+    assert IsolatedDir(tmp_path / "state").owner() is None  # the claim is released
 
 
 def test_delete_refused_while_run_active_sky_untouched(
@@ -213,6 +214,7 @@ def test_delete_proceeds_after_cancel_proved_jobs_gone(
     journal_run(
         Path(env["NPA_HOME"]), "r-done", status="SUBMITTED", cancel_outcome="already_absent"
     )
+    _launch(sim, env, tmp_path, "CANCELLED")  # the controller is up, its queue all terminal
 
     provider.delete(created.id, created.outs)
 
@@ -229,15 +231,63 @@ def _launch(sim: Sim, env: dict[str, str], tmp_path: Path, *statuses: str) -> tu
     return cli, job_id
 
 
-def test_delete_skypilot_in_progress_refusal_fails_destroy(
+def test_delete_running_job_refused_by_queue_gate_sky_down_untouched(
     provider: ControllerProvider, sim: Sim, tmp_path: Path, env: dict[str, str]
 ) -> None:
     created = provider.create(props(tmp_path))
     assert created.outs is not None
-    _launch(sim, env, tmp_path, "RUNNING")
+    _, job_id = _launch(sim, env, tmp_path, "RUNNING")
 
-    with pytest.raises(RunStateError, match="in-progress managed jobs"):
+    with pytest.raises(RunStateError, match=rf"job {job_id} 'npa-busy' of user tester \(RUNNING\)"):
         provider.delete(created.id, created.outs)
+    assert down_calls(sim, tmp_path) == []
+
+
+def test_delete_foreign_cancelling_job_drains_then_tears_down(
+    env: dict[str, str], sim: Sim, tmp_path: Path
+) -> None:
+    """A job of another operator, not in this machine's journal, still CANCELLING: the
+    delete waits for it on the all-users queue, then the down goes (issue 16)."""
+    slept: list[float] = []
+    provider = ControllerProvider(sky=no_port_check, env=env, sleep=slept.append)
+    created = provider.create(props(tmp_path))
+    assert created.outs is not None
+    sim.faults(
+        {
+            "command": "jobs.launch",
+            "action": "as_user",
+            "user_hash": "alice1",
+            "user_name": "alice",
+        },
+        {
+            "command": "jobs.launch",
+            "action": "timeline",
+            "statuses": ["CANCELLING"] * 3 + ["CANCELLED"],
+        },
+    )
+    cli = SkyCli(sim.binary, IsolatedDir(tmp_path / "state"), env, check_ports=False)
+    assert cli.launch(sim.task(), name="theirs", infra="k8s/fake-a").accepted
+    sim.faults()
+
+    provider.delete(created.id, created.outs)
+
+    assert len(down_calls(sim, tmp_path)) == 1
+    assert len(slept) == 3  # one poll per CANCELLING read
+    assert IsolatedDir(tmp_path / "state").owner() is None
+
+
+def test_delete_skypilot_in_progress_refusal_retried_after_drain(
+    provider: ControllerProvider, sim: Sim, tmp_path: Path, env: dict[str, str]
+) -> None:
+    created = provider.create(props(tmp_path))
+    assert created.outs is not None
+    _launch(sim, env, tmp_path, "SUCCEEDED")
+    sim.faults({"command": "down", "nth": 1, "action": "refuse_down"})
+    provider = ControllerProvider(sky=no_port_check, env=env, sleep=lambda _s: None)
+
+    provider.delete(created.id, created.outs)
+
+    assert len(down_calls(sim, tmp_path)) == 2  # refused once, then torn down
 
 
 def test_delete_after_jobs_terminal_tears_down(

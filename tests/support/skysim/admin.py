@@ -41,7 +41,7 @@ def _in_progress_rows(state: dict[str, Any], owner: str) -> list[dict[str, Any]]
     tick, now = state["tick"], time.time()
     rows = []
     for job in visible_jobs(state, tick):
-        if job["user_hash"] != owner:
+        if jobs.controller_of(job) != owner:  # every user's jobs on this controller count
             continue
         statuses = jobs.task_statuses(job, tick, now)
         if all(s in jobs.TERMINAL for s in statuses):
@@ -101,7 +101,7 @@ def down(session: Session, a: argparse.Namespace) -> int:
         raise Exit(1, "Aborted!")  # the prompt is asked even with -y (§5.4)
     with session.transaction() as state:
         state["controllers"].pop(owner, None)
-        state["jobs"] = [j for j in state["jobs"] if j["user_hash"] != owner]
+        state["jobs"] = [j for j in state["jobs"] if jobs.controller_of(j) != owner]
     session.accepted()
     session.say(f"Terminating cluster {name}...done.")
     return 0

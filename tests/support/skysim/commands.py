@@ -73,12 +73,16 @@ def _create(session: Session, state: store.State, spec: dict[str, Any]) -> jobs.
     # The first launch brings the controller up, once its request completes.
     record = controller_record(session.env, spec["infra"], up_from_tick=visible)
     state["controllers"].setdefault(session.user, record)
+    # ``as_user``: another operator's job, submitted through the same API server, so it
+    # runs on the caller's controller (skypilot-0.12.md §5.1: the server's id names it)
+    other = session.rule("as_user") or {}
     job: jobs.Job = {
         "job_id": state["next_job_id"],
         "controller_job_id": state["next_controller_job_id"],
         "name": spec["name"],
-        "user_hash": session.user,
-        "user_name": store.user_name(session.env),
+        "user_hash": str(other.get("user_hash") or session.user),
+        "user_name": str(other.get("user_name") or store.user_name(session.env)),
+        "controller": session.user,
         "execution": spec["execution"],
         "tasks": [{**t, "timeline": tl} for t, tl in zip(spec["tasks"], timelines, strict=True)],
         "submitted_at": time.time(),

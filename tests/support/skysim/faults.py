@@ -28,6 +28,11 @@ Actions and their parameters:
 - ``timeline`` (launch): the job's scripted statuses: ``statuses`` (every task)
   or ``tasks`` (one list per task); ``clock`` ``calls`` (default) or
   ``seconds`` with ``interval``; ``failure_reason``.
+- ``as_user`` (launch): the job is another operator's (``user_hash``, ``user_name``),
+  submitted through the same API server, so it runs on the caller's controller:
+  only ``--all-users`` queue reads list it, and ``down`` refuses while it is in
+  progress (with ``timeline`` it can drain, e.g. ``["CANCELLING", "CANCELLED"]``:
+  one step per queue read).
 - ``slow_cancel`` (cancel): CANCELLING lasts ``delay`` queue calls (or
   ``delay_seconds``) before CANCELLED.
 - ``controller``: before acting, bring the caller's controller ``"up": true``,

@@ -3,6 +3,7 @@
 A job record in the state file::
 
     {"job_id", "controller_job_id", "name", "user_hash", "user_name",
+     "controller",  # the user hash whose controller runs it (the submitter's, or ``as_user``)
      "execution": "single" | "serial" | "parallel",
      "tasks": [{"task_name", "resources", "accelerators", "image", "timeline": [...]}],
      "submitted_at", "start_tick", "visible_from_tick", "clock", "interval",
@@ -32,6 +33,7 @@ __all__ = [
     "TERMINAL",
     "VERBOSE_FIELDS",
     "cluster_name_on_cloud",
+    "controller_of",
     "job_status",
     "read_tasks",
     "row",
@@ -272,6 +274,11 @@ def job_status(job: Job, tick: int, now: float) -> str:
             return status
     failed = [s for s in statuses if s != "SUCCEEDED"]
     return failed[0] if failed else statuses[-1]
+
+
+def controller_of(job: Job) -> str:
+    """The user hash whose controller runs the job (older records: the submitter's)."""
+    return str(job.get("controller") or job["user_hash"])
 
 
 def _infra(job: Job) -> tuple[str, str, str | None]:

@@ -263,6 +263,7 @@ def _destroy_scripts() -> dict[str, Replay | list[Replay]]:
     return {
         "destroy": Replay(events=load_events(FIXTURES / "delete.jsonl")),
         "stack history": _history({"delete": 9}),
+        "stack output": Replay(stdout="{}"),  # the engine proven usable before any cancel
     }
 
 
@@ -324,7 +325,52 @@ def test_destroy_cancel_unproven_stays_blocked(project: Path, env: dict[str, str
 
     assert result.status is DestroyStatus.BLOCKED_ACTIVE_JOBS
     assert result.cancelled_runs == [{"run_id": "r-live", "outcome": "partial_cancellation"}]
-    assert sink[0].calls == []
+    assert "destroy" not in [c.operation for c in sink[0].calls]
+
+
+def test_destroy_cancel_runs_unusable_engine_cancels_nothing(
+    project: Path, env: dict[str, str]
+) -> None:
+    journal_run(Path(env["NPA_HOME"]), "r-live", status="SUBMITTED")
+    calls: list[str] = []
+    broken = {
+        **_destroy_scripts(),
+        "stack output": Replay(
+            code=255,
+            stderr="error: getting secrets manager: passphrase must be set with "
+            "PULUMI_CONFIG_PASSPHRASE or PULUMI_CONFIG_PASSPHRASE_FILE environment variables",
+        ),
+    }
+
+    with pytest.raises(ConfigError):
+        teardown.destroy_stack(
+            request(project),
+            env=env,
+            yes=True,
+            cancel_runs=True,
+            cancel_run=lambda run_id: calls.append(run_id) or "cancelled",
+            engine_factory=replaying(broken, []),
+        )
+
+    assert calls == []  # the engine failed before any run was touched
+
+
+def test_destroy_cancel_runs_only_this_stacks_runs(project: Path, env: dict[str, str]) -> None:
+    home = Path(env["NPA_HOME"])
+    journal_run(home, "r-mine", status="SUBMITTED")
+    journal_run(home, "r-prod", stack="prod", status="SUBMITTED")
+    calls: list[str] = []
+
+    teardown.destroy_stack(
+        request(project),
+        env=env,
+        yes=True,
+        cancel_runs=True,
+        cancel_run=lambda run_id: calls.append(run_id) or "partial_cancellation",
+        engine_factory=replaying(_destroy_scripts(), []),
+    )
+
+    assert calls == ["r-mine"]
 
 
 def test_destroy_cancel_runs_without_yes_cancels_nothing(

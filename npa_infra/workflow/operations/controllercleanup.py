@@ -1,0 +1,124 @@
+"""``npa skypilot cleanup-controller``: remove a stack's shared jobs controller, safely.
+
+The controller goes only when every managed job in its queue, of every user,
+is terminal: the gate is ``runs.controllergate`` and the loop that executes it
+(observe, wait for CANCELLING jobs within a shown deadline, ``sky down``
+journaled, retry after SkyPilot's in-progress refusal) is
+``stack.controllerdown``, the same one the stack's controller resource runs.
+This module resolves what the loop needs for one stack:
+
+- the state directory: ``Services.isolated_dir``, else the stack file's
+  ``npa-infra:stateDir`` when the project's stack file is found, else the
+  directory every other command of the stack resolves
+  (``skypilot.isolation.resolve_isolated_dir``);
+- a directory that holds no controller identity never had a controller
+  (skypilot-0.12.md §7.2: the identity is generated once, before the first
+  ``sky`` call): already gone, with nothing run;
+- otherwise the ``sky`` binary (``--sky-bin``, the stack file's, the
+  configuration), then the drift gate (``skypilot.livegate``) before the
+  first call, and the injected clock for every wait.
+
+Without ``yes`` nothing is sent but the queue read: the result says what
+would be removed and what blocks it. Never ``--purge``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from npa_infra import config as npa_config
+from npa_infra.errors import ConfigError, StackConfigError
+from npa_infra.skypilot.isolation import IsolatedDir
+from npa_infra.stack import controllerdown
+from npa_infra.stack.models import ControllerReport, ControllerStatus
+from npa_infra.workflow.target.services import Services
+
+__all__ = ["cleanup_controller", "state_dir"]
+
+
+def _stack_file(stack: str, root: Path | None) -> tuple[str, str]:
+    """The stack file's ``stateDir`` and ``skyBin`` ('' when unset or no project is found).
+
+    Raises:
+        StackConfigError: the file exists but a key is wrong.
+    """
+    from npa_infra.stack import config as stack_config
+
+    try:
+        project = root or stack_config.find_project_root(Path.cwd())
+        loaded = stack_config.load_stack_file(stack, project)
+    except StackConfigError:
+        raise
+    except ConfigError:
+        return "", ""
+    return loaded.config.state_dir, loaded.config.sky_bin
+
+
+def state_dir(
+    stack: str, env: Mapping[str, str], services: Services, *, root: Path | None = None
+) -> tuple[IsolatedDir, str]:
+    """The stack's SkyPilot state directory and the stack file's ``sky`` binary ('' if none)."""
+    from npa_infra.skypilot.isolation import resolve_isolated_dir
+
+    configured, sky_bin = _stack_file(stack, root)
+    if services.isolated_dir is not None:
+        return IsolatedDir(services.isolated_dir), sky_bin
+    if configured:
+        return IsolatedDir(Path(configured).expanduser()), sky_bin
+    return resolve_isolated_dir(None, env, npa_config.load_config(env), stack), sky_bin
+
+
+def _never_created(isolated: IsolatedDir, stack: str) -> ControllerReport:
+    return ControllerReport(
+        status=ControllerStatus.ALREADY_GONE,
+        stack=stack,
+        state_dir=str(isolated.root),
+        controller="",
+        reason="no_controller_identity",
+        next=[f"npa stack destroy --stack {stack} --yes"],
+        deadline_seconds=0.0,
+        detail=f"{isolated.root} holds no controller identity: no controller was created from it",
+    )
+
+
+def cleanup_controller(
+    stack: str,
+    *,
+    env: Mapping[str, str],
+    yes: bool,
+    deadline_seconds: float = controllerdown.DEFAULT_DEADLINE,
+    sky_bin: str | None = None,
+    services: Services | None = None,
+    root: Path | None = None,
+) -> ControllerReport:
+    """Tear the stack's jobs controller down when its all-users queue allows it (module docstring).
+
+    Raises:
+        ConfigError: no ``sky`` binary, an unusable state directory or stack file.
+        SkyPilotDriftError: the pinned venv drifted, or a foreign API server holds the port.
+    """
+    from npa_infra.skypilot import livegate
+
+    given = services or Services()
+    isolated, file_bin = state_dir(stack, env, given, root=root)
+    if not env.get("SKYPILOT_USER_ID") and not isolated.user_id_file.is_file():
+        return _never_created(isolated, stack)
+    sky = given.sky(isolated, env, sky_bin or file_bin or None)  # constructs only
+    binary = getattr(sky, "binary", None) if given.real_sky() else None
+    verdict = livegate.enforce(
+        binary, env, sky_env=isolated.environment(env) if binary is not None else None
+    )
+    for advisory in verdict.advisories:
+        given.progress(advisory.text())
+    plan = controllerdown.Teardown(
+        isolated=isolated,
+        stack=stack,
+        controller=isolated.controller_name(env),
+        yes=yes,
+        deadline_seconds=deadline_seconds,
+    )
+    outcome = controllerdown.execute(
+        sky, plan, now=given.clock.now, sleep=given.clock.sleep, progress=given.progress
+    )
+    return controllerdown.report(plan, outcome)

@@ -1,0 +1,418 @@
+"""``npa skypilot cleanup-controller`` and ``npa stack destroy``'s controller gate, against the
+``sky`` simulator (issue 16; skypilot-0.12.md §3.3, §4.2, §5.4; faults.md).
+
+The real ``SkyCli`` runs the simulator (``NPA_SKYPILOT_BIN``); other operators' jobs are
+launches with the ``as_user`` fault (same API server, same controller, another user), so
+only the all-users queue shows them. Time is a fake clock: each wait is one poll, and the
+simulator's CANCELLING jobs advance one step per queue read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from npa_infra.cli.main import app
+from npa_infra.journal import inflight
+from npa_infra.skypilot.skycli import SkyCli
+from npa_infra.stack.models import ControllerStatus, DestroyStatus
+from npa_infra.workflow.operations import controllercleanup, teardown
+from npa_infra.workflow.target.services import Clock, Services
+from tests.integration.skypilot.simenv import Sim, make_sim
+from tests.support.skysim import harness
+
+STACK = "dev"
+FOREIGN = {
+    "command": "jobs.launch",
+    "action": "as_user",
+    "user_hash": "alice1",
+    "user_name": "alice",
+}
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+        self.sleeps: list[float] = []
+
+    def now(self) -> float:
+        return self.t
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.t += seconds
+
+
+@pytest.fixture
+def sim(tmp_path: Path) -> Sim:
+    (tmp_path / "sim").mkdir()
+    return make_sim(tmp_path / "sim")
+
+
+@pytest.fixture
+def env(sim: Sim, tmp_path: Path) -> dict[str, str]:
+    return {
+        **sim.env,
+        "HOME": str(tmp_path / "user"),
+        "NPA_HOME": str(tmp_path / "home"),
+        "NPA_SKYPILOT_BIN": str(sim.binary),
+    }
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def lines() -> list[str]:
+    return []
+
+
+@pytest.fixture
+def services(sim: Sim, clock: FakeClock, lines: list[str]) -> Services:
+    return Services(
+        clock=Clock(clock.now, clock.sleep, lambda: 0.0),
+        progress=lines.append,
+        isolated_dir=sim.root / "state",
+    )
+
+
+def launch(sim: Sim, env: dict[str, str], name: str, *statuses: str, foreign: bool = False) -> int:
+    rules: list[dict[str, Any]] = [
+        {"command": "jobs.launch", "action": "timeline", "statuses": list(statuses)}
+    ]
+    sim.faults(*rules, *([FOREIGN] if foreign else []))
+    cli = SkyCli(sim.binary, sim.isolated(), env, check_ports=False)
+    assert cli.launch(sim.task(), name=name, infra="k8s/npa-ctx").accepted
+    sim.faults()
+    state = sim.state()
+    return int(max(j["job_id"] for j in state["jobs"] if j["name"] == name))
+
+
+def calls(sim: Sim, command: str) -> list[list[str]]:
+    state_dir = sim.state_dir()
+    if not state_dir.exists():
+        return []
+    recorded = harness.read_state(state_dir)["calls"]
+    return [c["argv"] for c in recorded if c["argv"][: len(command.split())] == command.split()]
+
+
+def cleanup(
+    env: dict[str, str], services: Services, *, yes: bool = True, deadline: float = 60.0
+) -> Any:
+    return controllercleanup.cleanup_controller(
+        STACK, env=env, yes=yes, deadline_seconds=deadline, services=services
+    )
+
+
+# -- cleanup-controller ------------------------------------------------------------------------
+def test_cleanup_foreign_running_job_refuses_naming_it(
+    sim: Sim, env: dict[str, str], services: Services
+) -> None:
+    """A job of another user, never in this machine's journal, holds the controller."""
+    job_id = launch(sim, env, "their-train", "RUNNING", foreign=True)
+
+    report = cleanup(env, services)
+
+    assert (report.status, report.exit_code) == (ControllerStatus.REFUSED, 1)
+    assert [j.model_dump() for j in report.blocking_jobs] == [
+        {"id": job_id, "name": "their-train", "user": "alice", "status": "RUNNING"}
+    ]
+    assert report.next[0] == "npa workbench workflow cancel <run> --json"
+    assert calls(sim, "down") == []
+    assert calls(sim, "jobs queue")[-1] == [
+        "jobs",
+        "queue",
+        "--all",
+        "--all-users",
+        "--output",
+        "json",
+    ]
+
+
+def test_cleanup_cancelling_jobs_drain_then_tears_down(
+    sim: Sim, env: dict[str, str], services: Services, clock: FakeClock, lines: list[str]
+) -> None:
+    launch(sim, env, "theirs", "CANCELLING", "CANCELLING", "CANCELLED", foreign=True)
+    launch(sim, env, "mine", "SUCCEEDED")
+
+    report = cleanup(env, services, deadline=60.0)
+
+    assert (report.status, report.exit_code) == (ControllerStatus.REMOVED, 0)
+    assert len(clock.sleeps) == 2  # two CANCELLING reads, then CANCELLED
+    assert "CANCELLING" in lines[0] and "of user alice" in lines[0]
+    assert "60s deadline" in lines[0]
+    (down,) = calls(sim, "down")
+    assert "--purge" not in down
+    assert sim.state()["controllers"] == {}
+
+
+def test_cleanup_cancelling_past_deadline_times_out(
+    sim: Sim, env: dict[str, str], services: Services
+) -> None:
+    launch(sim, env, "theirs", *["CANCELLING"] * 20, foreign=True)
+
+    report = cleanup(env, services, deadline=12.0)
+
+    assert (report.status, report.exit_code) == (ControllerStatus.TIMED_OUT, 1)
+    assert report.blocking_jobs[0].status == "CANCELLING"
+    assert calls(sim, "down") == []
+
+
+def test_cleanup_in_progress_refusal_retried_after_the_queue_drains(
+    sim: Sim, env: dict[str, str], services: Services, lines: list[str]
+) -> None:
+    launch(sim, env, "mine", "SUCCEEDED")
+    sim.faults({"command": "down", "nth": 1, "action": "refuse_down"})
+
+    report = cleanup(env, services)
+
+    assert report.status is ControllerStatus.REMOVED
+    assert (report.sky_down_calls, len(calls(sim, "down"))) == (2, 2)
+    assert any("In-progress" in line or "in-progress" in line for line in lines)
+    assert inflight.controller_down(sim.root / "state") is None
+
+
+def test_cleanup_other_down_failure_stops_with_its_text(
+    sim: Sim, env: dict[str, str], services: Services
+) -> None:
+    launch(sim, env, "mine", "SUCCEEDED")
+    sim.faults({"command": "down", "action": "fail", "stderr": "RuntimeError: quota service down"})
+
+    report = cleanup(env, services)
+
+    assert (report.status, report.exit_code) == (ControllerStatus.FAILED, 1)
+    assert "RuntimeError: quota service down" in report.detail
+    assert len(calls(sim, "down")) == 1  # not retried
+
+
+def test_cleanup_unreadable_queue_unproven_exit_2(
+    sim: Sim, env: dict[str, str], services: Services
+) -> None:
+    launch(sim, env, "mine", "SUCCEEDED")
+    sim.faults({"command": "jobs.queue", "action": "fail", "kind": "server"})
+
+    report = cleanup(env, services)
+
+    assert (report.status, report.exit_code) == (ControllerStatus.UNKNOWN, 2)
+    assert calls(sim, "down") == []
+
+
+def test_cleanup_without_yes_reports_and_removes_nothing(
+    sim: Sim, env: dict[str, str], services: Services
+) -> None:
+    launch(sim, env, "mine", "SUCCEEDED")
+
+    report = cleanup(env, services, yes=False)
+
+    assert (report.status, report.exit_code) == (ControllerStatus.WOULD_REMOVE, 1)
+    assert report.next == [f"npa skypilot cleanup-controller --stack {STACK} --yes"]
+    assert calls(sim, "down") == []
+    assert sim.state()["controllers"] != {}
+
+
+def test_cli_cleanup_already_gone_twice_exit_zero(
+    sim: Sim, env: dict[str, str], services: Services
+) -> None:
+    launch(sim, env, "mine", "SUCCEEDED")
+    runner = CliRunner()
+    args = ["skypilot", "cleanup-controller", "-s", STACK, "--yes", "--json"]
+
+    first = runner.invoke(app, args, obj=services, env=env, catch_exceptions=False)
+    second = runner.invoke(app, args, obj=services, env=env, catch_exceptions=False)
+
+    assert (first.exit_code, json.loads(first.stdout)["status"]) == (0, "removed")
+    assert second.exit_code == 0
+    body = json.loads(second.stdout)
+    assert (body["status"], body["blocking_jobs"], body["deadline_seconds"]) == (
+        "already_gone",
+        [],
+        600.0,
+    )
+    assert len(calls(sim, "down")) == 1  # the second run proved absence from the queue
+
+
+def test_cli_cleanup_refusal_text_names_job_and_user(
+    sim: Sim, env: dict[str, str], services: Services
+) -> None:
+    job_id = launch(sim, env, "their-train", "PENDING", foreign=True)
+
+    result = CliRunner().invoke(
+        app, ["skypilot", "cleanup-controller", "--stack", STACK], obj=services, env=env
+    )
+
+    assert result.exit_code == 1
+    assert f"job {job_id} 'their-train' of user alice (PENDING)" in result.stdout
+    assert "npa workbench workflow cancel <run> --json" in result.stderr
+
+
+def test_cli_cleanup_requires_a_stack(services: Services, env: dict[str, str]) -> None:
+    result = CliRunner().invoke(
+        app, ["skypilot", "cleanup-controller", "--yes"], obj=services, env=env
+    )
+
+    assert result.exit_code == 2
+    assert "--stack" in result.output
+
+
+def test_cleanup_never_created_directory_already_gone_runs_nothing(
+    sim: Sim, env: dict[str, str], clock: FakeClock, tmp_path: Path
+) -> None:
+    given = Services(
+        clock=Clock(clock.now, clock.sleep, lambda: 0.0), isolated_dir=tmp_path / "none"
+    )
+
+    report = cleanup(env, given)
+
+    assert (report.status, report.reason) == (
+        ControllerStatus.ALREADY_GONE,
+        "no_controller_identity",
+    )
+    assert not (tmp_path / "none").exists()  # no identity was minted
+
+
+def test_cleanup_killed_during_sky_down_then_rerun_finishes(
+    sim: Sim, env: dict[str, str], services: Services
+) -> None:
+    """faults.md invariant 5: the down's record is durable before ``sky down`` is sent; a
+    process SIGKILLed while the down runs leaves it, and the rerun tears the controller down."""
+    launch(sim, env, "mine", "SUCCEEDED")
+    hanging, release = sim.root / "down.fifo", sim.root / "release.fifo"
+    os.mkfifo(hanging)
+    os.mkfifo(release)
+    sim.faults(
+        {
+            "command": "down",
+            "nth": 1,
+            "action": "hang",
+            "signal_fifo": str(hanging),
+            "release_fifo": str(release),
+        }
+    )
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child is killed
+        try:
+            cleanup(env, services)
+        finally:
+            os._exit(3)
+    with open(hanging, encoding="ascii") as fifo:  # the down is running now
+        fifo.readline()
+    os.kill(pid, signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status)
+    recorded = inflight.controller_down(sim.root / "state")
+    assert recorded is not None and recorded.stack == STACK
+
+    sim.faults()
+    report = cleanup(env, services)  # the rerun
+
+    assert report.status is ControllerStatus.REMOVED
+    assert inflight.controller_down(sim.root / "state") is None
+    assert sim.state()["controllers"] == {}
+
+
+# -- npa stack destroy: the same gate ----------------------------------------------------------
+def _project(tmp_path: Path) -> Path:
+    repo = Path(__file__).resolve().parents[3]
+    root = tmp_path / "project"
+    (root / "stacks").mkdir(parents=True)
+    (root / "Pulumi.yaml").write_text((repo / "Pulumi.yaml").read_text(encoding="utf-8"))
+    (root / "stacks" / "Pulumi.dev.yaml").write_text(
+        "config:\n  npa-infra:context: kind-npa-dev\n  npa-infra:namespace: npa-dev\n"
+        "  npa-infra:serviceAccount: npa-runner\n",
+        encoding="utf-8",
+    )
+    return root
+
+
+def _destroy(
+    tmp_path: Path, sim: Sim, env: dict[str, str], services: Services, sink: list[Any]
+) -> Any:
+    from npa_infra.stack import api
+    from npa_infra.stack.runner import RunnerSettings, StackRunner
+    from npa_infra.testing.pulumi import Replay, ReplayPulumiCommand, load_events
+
+    repo = Path(__file__).resolve().parents[3]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "pulumi").write_text("#!/bin/sh\nexit 99\n", encoding="utf-8")
+    (bin_dir / "pulumi").chmod(0o755)
+    kubeconfig = tmp_path / "stack-kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\n"
+        'clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443"}}]\n'
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: kind-npa-dev, context: {cluster: c, user: u, namespace: npa-dev}}]\n"
+        "current-context: kind-npa-dev\n",
+        encoding="utf-8",
+    )
+    outputs = {"isolated_config_dir": str(sim.root / "state"), "controller_name": "x"}
+    history = [{"kind": "destroy", "startTime": "2026-01-01T00:00:00.000000Z", "message": "",
+                "environment": {}, "config": {}, "result": "succeeded",
+                "resourceChanges": {"delete": 9}}]  # fmt: skip
+    scripts: dict[str, Any] = {
+        "stack output": Replay(stdout=json.dumps(outputs)),
+        "destroy": Replay(
+            events=load_events(repo / "tests" / "fixtures" / "pulumi" / "delete.jsonl")
+        ),
+        "stack history": Replay(stdout=json.dumps(history)),
+    }
+
+    def factory(settings: RunnerSettings) -> StackRunner:
+        command = ReplayPulumiCommand(scripts)
+        sink.append(command)
+        return StackRunner(settings, command=command)
+
+    stack_env = {
+        **env,
+        "PATH": f"{bin_dir}{os.pathsep}{env['PATH']}",
+        "KUBECONFIG": str(kubeconfig),
+        "PULUMI_CONFIG_PASSPHRASE_FILE": str(tmp_path / "passphrase"),
+    }
+    request = api.StackRequest(stack=STACK, project_root=_project(tmp_path))
+    return teardown.destroy_stack(
+        request,
+        env=stack_env,
+        yes=True,
+        engine_factory=factory,
+        services=services,
+        deadline_seconds=60.0,
+    )
+
+
+def test_destroy_refused_by_a_foreign_job_engine_destroy_not_called(
+    tmp_path: Path, sim: Sim, env: dict[str, str], services: Services
+) -> None:
+    job_id = launch(sim, env, "their-train", "RECOVERING", foreign=True)
+    sink: list[Any] = []
+
+    result = _destroy(tmp_path, sim, env, services, sink)
+
+    assert (result.status, result.exit_code) == (DestroyStatus.BLOCKED_ACTIVE_JOBS, 1)
+    assert result.gate.verdict == "clear"  # the journal alone would have let it pass
+    assert result.controller is not None
+    assert [(j.id, j.user) for j in result.controller.blocking_jobs] == [(job_id, "alice")]
+    assert "destroy" not in [c.operation for c in sink[0].calls]
+    assert calls(sim, "down") == []
+
+
+def test_destroy_drains_cancelling_jobs_then_destroys(
+    tmp_path: Path, sim: Sim, env: dict[str, str], services: Services, clock: FakeClock
+) -> None:
+    launch(sim, env, "theirs", "CANCELLING", "CANCELLED", foreign=True)
+    sink: list[Any] = []
+
+    result = _destroy(tmp_path, sim, env, services, sink)
+
+    assert (result.status, result.exit_code) == (DestroyStatus.DESTROYED, 0)
+    assert result.controller is not None and result.controller.status is ControllerStatus.REMOVED
+    assert len(clock.sleeps) == 1
+    assert len(calls(sim, "down")) == 1
+    assert [c.operation for c in sink[0].calls][-2:] == ["destroy", "stack history"]
