@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from npa_infra.cli import output, services
+from npa_infra.cli import output, selection, services
 
 if TYPE_CHECKING:
     from npa_infra.workflow.planning.accelerators import GpusReport
@@ -25,11 +25,16 @@ __all__ = ["gpus_cmd"]
 def gpus_cmd(
     ctx: typer.Context,
     cluster: Annotated[
-        str,
+        str | None,
         typer.Option(
-            "--cluster", "--context", help="The exact kubeconfig context.", show_default=False
+            "--cluster",
+            "--context",
+            help="The exact kubeconfig context (else the project's or stack's).",
+            show_default=False,
         ),
-    ],
+    ] = None,
+    stack: selection.StackOpt = None,
+    project: selection.ProjectOpt = None,
     spec: Annotated[
         Path | None,
         typer.Option("--spec", help="Also judge each GPU step of this npa.workflow spec."),
@@ -52,9 +57,11 @@ def gpus_cmd(
     from npa_infra.errors import NpaError
     from npa_infra.workflow.planning import accelerators, options
 
+    chosen = selection.select(stack, project, as_json=as_json, context=cluster)
+    context = selection.context_of(chosen, cluster, as_json=as_json, flag="--cluster")
     try:
         report = accelerators.gpus(
-            cluster,
+            context,
             spec_path=spec,
             variables=options.parse_vars(var or []),
             catalog_path=catalog,

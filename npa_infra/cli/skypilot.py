@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from npa_infra.cli import output
+from npa_infra.cli import output, selection
 
 if TYPE_CHECKING:
     from npa_infra.skypilot.bootstrap import BootstrapReport
@@ -127,19 +127,20 @@ def _render_status(report: StatusReport) -> None:
 @app.command("verify")
 def verify_cmd(
     cluster: Annotated[
-        str,
+        str | None,
         typer.Option(
-            "--cluster", "--context", help="The exact kubeconfig context.", show_default=False
+            "--cluster",
+            "--context",
+            help="The exact kubeconfig context (else the project's or stack's).",
+            show_default=False,
         ),
-    ],
+    ] = None,
     kubeconfig: Annotated[
         Path | None,
         typer.Option("--kubeconfig", help="Kubeconfig file (else the first KUBECONFIG file)."),
     ] = None,
-    stack: Annotated[
-        str | None,
-        typer.Option("--stack", "-p", "--project", help="Stack whose SkyPilot config to read."),
-    ] = None,
+    stack: selection.StackOpt = None,
+    project: selection.ProjectOpt = None,
     sky_bin: Annotated[
         str | None,
         typer.Option("--sky-bin", help="The sky binary (else NPA_SKYPILOT_BIN, config)."),
@@ -160,10 +161,11 @@ def verify_cmd(
             as_json=False,
         )
     json_out = as_json or (output_format or "").lower() == "json"
+    chosen = selection.select(stack, project, as_json=json_out, context=cluster)
     report = verify.verify(
-        cluster,
+        selection.context_of(chosen, cluster, as_json=json_out, flag="--cluster"),
         kubeconfig_path=kubeconfig,
-        stack=stack,
+        stack=chosen.stack,  # whose SkyPilot config to read
         sky_bin=sky_bin,
         on_sample=None if json_out else (lambda p: output.warn(p.text())),
     )

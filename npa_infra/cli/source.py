@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from npa_infra.cli import output
+from npa_infra.cli import output, selection
 
 __all__ = ["SourceOpt", "print_plan", "stage_src_cmd"]
 
@@ -29,10 +29,8 @@ SourceOpt = Annotated[
 
 def stage_src_cmd(
     source: SourceOpt = None,
-    stack: Annotated[
-        str | None,
-        typer.Option("--stack", "-p", "--project", help="Stack whose bucket and prefix to use."),
-    ] = None,
+    stack: selection.StackOpt = None,
+    project: selection.ProjectOpt = None,
     bucket: Annotated[
         str | None, typer.Option("--bucket", help="Bucket (else the stack's npa-infra:bucket).")
     ] = None,
@@ -60,9 +58,10 @@ def stage_src_cmd(
     from npa_infra.errors import NpaError
     from npa_infra.workflow.submission import sourcing
 
+    chosen = selection.select(stack, project, as_json=as_json)  # its stack's bucket and prefix
     try:
         result = sourcing.stage_src(
-            source, bucket=bucket, prefix=prefix, stack=stack, force=force, env=os.environ
+            source, bucket=bucket, prefix=prefix, stack=chosen.stack, force=force, env=os.environ
         )
     except NpaError as exc:
         output.fail(exc, as_json=as_json)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 
 import typer
 
-from npa_infra.cli import output
+from npa_infra.cli import output, selection
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -37,10 +37,6 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-StackOpt = Annotated[
-    str,
-    typer.Option("--stack", "-p", "--project", help="Stack name: stacks/Pulumi.<NAME>.yaml."),
-]
 BackendOpt = Annotated[
     str | None,
     typer.Option(
@@ -155,7 +151,8 @@ def _formats(as_json: bool, as_markdown: bool) -> None:
 
 @app.command("preview")
 def preview_cmd(
-    stack: StackOpt = "dev",
+    stack: selection.StackOpt = None,
+    project: selection.ProjectOpt = None,
     backend_url: BackendOpt = None,
     context: ContextOpt = None,
     config_file: ConfigFileOpt = None,
@@ -169,6 +166,9 @@ def preview_cmd(
     from npa_infra.stack import api
 
     _formats(as_json, as_markdown)
+    stack = selection.stack_name(
+        stack, project, as_json=as_json, command="npa stack preview", default="dev", context=context
+    )
     request = _request(stack, backend_url, context, config_file, quiet=as_json or as_markdown)
     report = _call(lambda r, env: api.preview(r, env=env, diff=diff), request, as_json=as_json)
     _render_preview(report, as_json=as_json, as_markdown=as_markdown)
@@ -177,7 +177,8 @@ def preview_cmd(
 
 @app.command("up")
 def up_cmd(
-    stack: StackOpt = "dev",
+    stack: selection.StackOpt = None,
+    project: selection.ProjectOpt = None,
     backend_url: BackendOpt = None,
     context: ContextOpt = None,
     config_file: ConfigFileOpt = None,
@@ -187,6 +188,9 @@ def up_cmd(
     """Bring the stack up; without --yes, preview and exit 1 (confirmation_required)."""
     from npa_infra.stack import api
 
+    stack = selection.stack_name(
+        stack, project, as_json=as_json, command="npa stack up", default=None, context=context
+    )
     request = _request(stack, backend_url, context, config_file, quiet=as_json)
     result = _call(lambda r, env: api.up(r, env=env, yes=yes), request, as_json=as_json)
     if as_json:
@@ -209,7 +213,8 @@ def _render_update(summary: UpdateSummary | None, outputs: dict[str, JsonValue])
 
 @app.command("refresh")
 def refresh_cmd(
-    stack: StackOpt = "dev",
+    stack: selection.StackOpt = None,
+    project: selection.ProjectOpt = None,
     backend_url: BackendOpt = None,
     context: ContextOpt = None,
     config_file: ConfigFileOpt = None,
@@ -224,6 +229,9 @@ def refresh_cmd(
     from npa_infra.stack.report import PreviewReport
 
     _formats(as_json, as_markdown)
+    stack = selection.stack_name(
+        stack, project, as_json=as_json, command="npa stack refresh", default="dev", context=context
+    )
     request = _request(stack, backend_url, context, config_file, quiet=as_json or as_markdown)
     result = _call(lambda r, env: api.refresh(r, env=env, yes=yes), request, as_json=as_json)
     if isinstance(result, PreviewReport):
@@ -238,7 +246,8 @@ def refresh_cmd(
 
 @app.command("destroy")
 def destroy_cmd(
-    stack: StackOpt = "dev",
+    stack: selection.StackOpt = None,
+    project: selection.ProjectOpt = None,
     backend_url: BackendOpt = None,
     context: ContextOpt = None,
     config_file: ConfigFileOpt = None,
@@ -254,6 +263,9 @@ def destroy_cmd(
     """Tear the stack down, controller first; refused while its runs are not terminal."""
     from npa_infra.workflow.operations import teardown
 
+    stack = selection.stack_name(
+        stack, project, as_json=as_json, command="npa stack destroy", default=None, context=context
+    )
     request = _request(stack, backend_url, context, config_file, quiet=as_json)
     result = _call(
         lambda r, env: teardown.destroy_stack(
@@ -282,7 +294,8 @@ def destroy_cmd(
 
 @app.command("outputs")
 def outputs_cmd(
-    stack: StackOpt = "dev",
+    stack: selection.StackOpt = None,
+    project: selection.ProjectOpt = None,
     backend_url: BackendOpt = None,
     config_file: ConfigFileOpt = None,
     show_secrets: Annotated[
@@ -293,6 +306,9 @@ def outputs_cmd(
     """The stack's outputs (what `submit --stack` consumes)."""
     from npa_infra.stack import api
 
+    stack = selection.stack_name(
+        stack, project, as_json=as_json, command="npa stack outputs", default="dev"
+    )
     request = _request(stack, backend_url, None, config_file, quiet=True)
     result = _call(
         lambda r, env: api.outputs(r, env=env, show_secrets=show_secrets), request, as_json=as_json

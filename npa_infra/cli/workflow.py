@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from npa_infra.cli import flags, gpus, output, services, source
+from npa_infra.cli import flags, gpus, output, selection, services, source
 
 if TYPE_CHECKING:
     from npa_infra.registry.models import CheckResult
@@ -72,7 +72,6 @@ InsecureOpt = Annotated[
         help="HOST that may be contacted over plain HTTP (loopback always may; repeatable).",
     ),
 ]
-StackOpt = Annotated[str | None, typer.Option("--stack", "-p", "--project", help="Stack name.")]
 
 
 @contextmanager
@@ -190,7 +189,8 @@ def preflight_images(
     image_override: ImageOverrideOpt = None,
     registry: RegistryOpt = None,
     insecure_registry: InsecureOpt = None,
-    stack: StackOpt = None,
+    stack: selection.StackOpt = None,
+    project: selection.ProjectOpt = None,
     catalog: CatalogOpt = None,
     infra: Annotated[
         str | None,
@@ -209,6 +209,7 @@ def preflight_images(
     """
     from npa_infra.workflow.planning import api, options
 
+    chosen = selection.select(stack, project, as_json=as_json, context=selection.given(infra))
     with _guard(as_json):
         report = api.preflight_images(
             spec,
@@ -218,9 +219,9 @@ def preflight_images(
             image_overrides=options.parse_overrides(image_override or []),
             registry=registry,
             insecure_registries=list(insecure_registry or []),
-            stack=stack,
+            stack=chosen.stack,
             catalog_path=catalog,
-            infra=infra,
+            infra=chosen.infra(infra),
             image_bootstrap_timeout_seconds=image_bootstrap_timeout_seconds,
             services=services.build(ctx.obj),
         )
@@ -275,6 +276,7 @@ def _print_preflight(preflight: dict[str, Any]) -> None:
 
 
 def _submit_outputs(
+    project: selection.ProjectOpt = None,
     resume_alias: Annotated[
         bool, typer.Option("--resume", hidden=True, help="Accepted; implied by --resume-run.")
     ] = False,
@@ -283,7 +285,9 @@ def _submit_outputs(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """submit's output flags: how this invocation prints, never part of the run."""
+    """submit's invocation flags: how it prints, and the project that names its target
+    (resolved here into the run's own --stack/--infra/--isolated-config-dir, which its resume
+    command carries): never options of the run themselves."""
 
 
 @app.command("submit")
@@ -311,6 +315,16 @@ def submit(
     values.pop("resume_alias")  # --resume is implied by --resume-run
     run = values["resume_run"] or values["run_id"]
     failure = {"status": "FAILED", "run_id": run, "launch_transaction": None}
+    chosen = selection.select(
+        values["stack"],
+        values.pop("project"),
+        as_json=json_out,
+        context=selection.given(values["infra"]),
+        extra=failure,
+    )
+    values["stack"], values["infra"] = chosen.stack, chosen.infra(values["infra"])
+    if values["isolated_config_dir"] is None:
+        values["isolated_config_dir"] = chosen.state_dir
     with _guard(json_out, failure):
         if output_format and output_format.lower() not in ("text", "json"):
             raise UsageError(
@@ -363,9 +377,8 @@ def status(
     all_runs: Annotated[
         bool, typer.Option("--all", help="Every run of the journal that is not terminal.")
     ] = False,
-    stack: Annotated[
-        str | None, typer.Option("--stack", help="With --all: only this stack's runs.")
-    ] = None,
+    stack: selection.StackOpt = None,
+    project: selection.ProjectOpt = None,
     cached: Annotated[
         bool, typer.Option("--cached", help="Journal only: no SkyPilot or cluster calls.")
     ] = False,
@@ -383,6 +396,9 @@ def status(
 ) -> None:
     """Show a run (or --all runs): waves, attempts, job ids, SkyPilot status, budgets, blockers.
 
+    With -s/--stack or -p/--project only that selection's runs are shown (a run
+    of another is NOT_FOUND).
+
     With --watch the view is printed once per refresh until nothing is in
     progress; with --watch --json only the last refresh's document is printed
     (one JSON document, as every --json). Exit codes (of the last refresh): 0
@@ -396,21 +412,20 @@ def status(
     from npa_infra.errors import UsageError
     from npa_infra.workflow.operations import runstatus
 
-    if (run_id is None) == (not all_runs) or (stack is not None and not all_runs):
-        output.fail(
-            UsageError("give exactly one of RUN_ID or --all (--stack needs --all)"),
-            as_json=as_json,
-        )
+    if (run_id is None) == (not all_runs):
+        output.fail(UsageError("give exactly one of RUN_ID or --all"), as_json=as_json)
+    chosen = selection.select(stack, project, as_json=as_json, extra={"run_id": run_id})
     given = services.build(ctx.obj)  # what an embedding caller (or a test) put there
     with _guard(as_json, {"run_id": run_id}):
         for number, report in enumerate(
             runstatus.refreshes(
                 None if all_runs else run_id,
                 env=os.environ,
-                stack=stack,
+                stack=chosen.stack,
                 cached=cached,
                 interval=interval,
                 services=given,
+                scope=chosen,
             )
         ):
             if not as_json:
@@ -479,8 +494,17 @@ def _dash(value: object) -> str:
 
 
 @app.command("cancel")
-def cancel(ctx: typer.Context, run_id: RunIdArg, as_json: JsonOpt = False) -> None:
+def cancel(
+    ctx: typer.Context,
+    run_id: RunIdArg,
+    stack: selection.StackOpt = None,
+    project: selection.ProjectOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
     """Cancel every non-terminal job of a run by exact id, and wait until each is terminal.
+
+    With -s/--stack or -p/--project, a run that is not of that selection is
+    unknown_run and nothing is touched.
 
     Exit codes: 0 not_submitted, already_absent or cancelled; 1 unknown_run;
     2 partial_cancellation or verification_failed.
@@ -489,8 +513,11 @@ def cancel(ctx: typer.Context, run_id: RunIdArg, as_json: JsonOpt = False) -> No
 
     from npa_infra.workflow.operations import cancellation
 
+    chosen = selection.select(stack, project, as_json=as_json, extra={"run_id": run_id})
     with _guard(as_json, {"run_id": run_id}):
-        report = cancellation.cancel_run(run_id, env=os.environ, services=services.build(ctx.obj))
+        report = cancellation.cancel_run(
+            run_id, env=os.environ, services=services.build(ctx.obj), scope=chosen
+        )
     if as_json:
         output.emit_json(report.to_json())
     else:

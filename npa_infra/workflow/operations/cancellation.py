@@ -29,6 +29,7 @@ from npa_infra.skypilot.models import QueueResult, QueueVerdict
 if TYPE_CHECKING:
     from npa_infra.journal.lock import RunLock
     from npa_infra.journal.store import Journal
+    from npa_infra.projects.models import Selection
     from npa_infra.skypilot.base import SkyPilot
     from npa_infra.workflow.execution.adapters import Services
     from npa_infra.workflow.execution.launcher import Clock
@@ -79,9 +80,17 @@ class CancelReport:
 
 
 def cancel_run(
-    run_id: str, *, env: Mapping[str, str], services: Services | None = None
+    run_id: str,
+    *,
+    env: Mapping[str, str],
+    services: Services | None = None,
+    scope: Selection | None = None,
 ) -> CancelReport:
-    """Cancel the run's jobs; never raises for an expected outcome."""
+    """Cancel the run's jobs; never raises for an expected outcome.
+
+    ``scope`` (the command's ``--stack``/``--project``): a run that is not of it is
+    ``unknown_run`` there, and nothing is touched.
+    """
     from npa_infra.journal.store import Journal
 
     home = npa_config.npa_home(env)
@@ -94,6 +103,12 @@ def cancel_run(
             return CancelReport(
                 run_id, "unknown_run", errors=["the journal has never seen this run"]
             )
+        context = str((run.data or {}).get("context") or "")
+        if scope is not None and not scope.admits(run.stack or None, context or None):
+            theirs = f"its stack: {run.stack or 'none'}"
+            return CancelReport(
+                run_id, "unknown_run", errors=[f"the run is not of {scope.describe()} ({theirs})"]
+            )
         from npa_infra.workflow.execution import adapters
 
         recorded = adapters.recorded_state_dir(run.data)
@@ -102,7 +117,7 @@ def cancel_run(
             sky, _, clock, isolated = adapters.open_adapters(
                 env,
                 services,
-                context=str((run.data or {}).get("context") or ""),
+                context=context,
                 stack_name=run.stack or None,
                 isolated_config_dir=recorded,
             )

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from npa_infra.journal.store import Journal
     from npa_infra.kube.base import KubeCluster
     from npa_infra.kube.models import PodObservation
+    from npa_infra.projects.models import Selection
     from npa_infra.skypilot.drift import Advisory
     from npa_infra.skypilot.models import QueueRecord
     from npa_infra.workflow.execution.adapters import Services
@@ -181,8 +182,10 @@ def run_status(
     env: Mapping[str, str],
     cached: bool = False,
     services: Services | None = None,
+    scope: Selection | None = None,
 ) -> StatusReport:
-    """The run's status; ``NOT_FOUND`` when the journal has never seen it."""
+    """The run's status; ``NOT_FOUND`` when the journal has never seen it, or when the run
+    is not of ``scope`` (the command's ``--stack``/``--project``: ``Selection.admits``)."""
     from npa_infra.journal.store import Journal
 
     home = npa_config.npa_home(env)
@@ -193,6 +196,9 @@ def run_status(
         run = journal.get_run(run_id)
         if run is None:
             return StatusReport(run_id, None, "NOT_FOUND", None, None, detail="unknown run id")
+        if scope is not None and not scope.admits(run.stack or None, _context(run) or None):
+            detail = f"run {run_id} is not of {scope.describe()} (its stack: {run.stack or 'none'})"
+            return StatusReport(run_id, None, "NOT_FOUND", None, None, detail=detail)
         report = _from_journal(journal, run)
         if not _settled(report, run, cached):
             _verify_group([report], env, services, run)
@@ -207,8 +213,10 @@ def all_status(
     stack: str | None = None,
     cached: bool = False,
     services: Services | None = None,
+    scope: Selection | None = None,
 ) -> AllStatusReport:
-    """Every non-terminal run (of ``stack``), verified with one read of each kind per context."""
+    """Every non-terminal run (of ``stack``, and of ``scope`` when given), verified with one
+    read of each kind per context."""
     from npa_infra.journal.store import Journal
 
     home = npa_config.npa_home(env)
@@ -220,6 +228,8 @@ def all_status(
         groups: dict[tuple[str, str, str], tuple[RunRow, list[StatusReport]]] = {}
         for run in journal.runs(stack=stack):
             if run.status in TERMINAL_RUN_STATUSES:
+                continue
+            if scope is not None and not scope.admits(run.stack or None, _context(run) or None):
                 continue
             report = _from_journal(journal, run)
             result.runs.append(report)
@@ -246,6 +256,7 @@ def refreshes(
     cached: bool = False,
     interval: float = WATCH_INTERVAL_SECONDS,
     services: Services | None = None,
+    scope: Selection | None = None,
 ) -> Iterator[StatusReport | AllStatusReport]:
     """``--watch``: the run's (``run_id``) or all runs' (None) report, once per refresh.
 
@@ -259,9 +270,9 @@ def refreshes(
     while True:
         report: StatusReport | AllStatusReport
         if run_id is None:
-            report = all_status(env=env, stack=stack, cached=cached, services=services)
+            report = all_status(env=env, stack=stack, cached=cached, services=services, scope=scope)
         else:
-            report = run_status(run_id, env=env, cached=cached, services=services)
+            report = run_status(run_id, env=env, cached=cached, services=services, scope=scope)
         yield report
         if not report.in_progress:
             return

@@ -22,8 +22,12 @@ few it cannot (a ``--var`` key holding ``=``, padded override references,
 duplicate secret names); their resume command carries what the CLI would
 parse, which is what a resume will use.
 
-This module imports only the standard library at import time: the CLI reads
-it to build its signature, and ``npa --help`` must stay fast.
+This module imports only the standard library (and the option help of
+``npa_infra.projects``, a package that imports nothing) at import time: the
+CLI reads it to build its signature, and ``npa --help`` must stay fast.
+``-p/--project`` is not in the table: the CLI resolves it into ``--stack``,
+``--infra`` and ``--isolated-config-dir`` before building ``SubmitOptions``,
+so a resume command names the exact target, never an alias whose entry may change.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
+
+from npa_infra.projects import STACK_HELP  # a constant; the package imports nothing
 
 __all__ = [
     "COMMAND",
@@ -190,7 +196,7 @@ OPTIONS: tuple[Flag, ...] = (
         (),
         "Environment variable NAME passed as a SkyPilot secret (repeatable).",
     ),
-    Flag("stack", ("--stack", "-p", "--project"), Kind.TEXT, None, "Stack name."),
+    Flag("stack", ("--stack", "-s"), Kind.TEXT, None, STACK_HELP),
     Flag(
         "max_concurrency",
         ("--max-concurrency",),

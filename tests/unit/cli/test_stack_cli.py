@@ -243,7 +243,7 @@ def test_up_without_yes_confirmation_required(
 ) -> None:
     engine({"preview": events("create")})
 
-    result = npa("up", "--json")
+    result = npa("up", "--stack", "dev", "--json")
 
     assert result.exit_code == 1
     doc = json.loads(result.stdout)
@@ -268,7 +268,7 @@ def test_destroy_blocked_active_runs_json(
     made = engine({"destroy": events("delete")})
     journal_run(tmp_path / "home", "r-live", status="SUBMITTED")
 
-    result = npa("destroy", "--yes", "--json")
+    result = npa("destroy", "--stack", "dev", "--yes", "--json")
 
     assert result.exit_code == 1
     doc = json.loads(result.stdout)
@@ -283,7 +283,7 @@ def test_destroy_blocked_text_hint_cancel_runs(
     engine({})
     journal_run(tmp_path / "home", "r-live", status="LAUNCHING")
 
-    result = npa("destroy", "--yes")
+    result = npa("destroy", "--stack", "dev", "--yes")
 
     assert result.exit_code == 1
     assert "active run: r-live (LAUNCHING)" in result.stderr

@@ -26,8 +26,8 @@ def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize(
     "args",
-    [(), ("run-1", "--all"), ("run-1", "--stack", "s"), ("--json",)],
-    ids=["neither", "both", "stack_without_all", "json_neither"],
+    [(), ("run-1", "--all"), ("--stack", "s"), ("--json",)],
+    ids=["neither", "both", "stack_alone", "json_neither"],
 )
 def test_status_all_bad_arguments_usage_error_exit_2_no_json(args: tuple[str, ...]) -> None:
     code, stdout, stderr = _invoke(*args)

@@ -25,7 +25,8 @@ from tests import strategies
 
 REPO = Path(__file__).resolve().parents[3]
 MINIMAL = REPO / "workflows" / "testing" / "minimal.yaml"
-OUTPUT_ONLY = {"as_json", "output_format", "resume_alias"}  # presentation, not the run
+# presentation, and -p/--project (resolved into --stack/--infra/--isolated-config-dir): not the run
+OUTPUT_ONLY = {"as_json", "output_format", "resume_alias", "project"}
 
 
 def _submit_command() -> typer.core.TyperCommand:
