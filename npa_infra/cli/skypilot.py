@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from npa_infra.skypilot.bootstrap import BootstrapReport
     from npa_infra.skypilot.status import StatusReport
     from npa_infra.skypilot.verify import VerifyReport
+    from npa_infra.stack.models import ControllerReport
 
 __all__ = ["app"]
 
@@ -184,3 +185,63 @@ def _render_verify(report: VerifyReport) -> None:
     for check in report.checks:
         if not check.ok and check.remedy:
             output.warn(f"Hint: {check.remedy}")
+
+
+@app.command("cleanup-controller")
+def cleanup_controller_cmd(
+    ctx: typer.Context,
+    stack: selection.StackOpt = None,  # required, as -s NAME or -p ALIAS: no default stack
+    project: selection.ProjectOpt = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Tear it down; without it, only report.")
+    ] = False,
+    deadline_seconds: Annotated[
+        float,
+        typer.Option("--deadline-seconds", min=0, help="How long to wait for CANCELLING jobs."),
+    ] = 600.0,
+    sky_bin: Annotated[
+        str | None,
+        typer.Option("--sky-bin", help="The sky binary (else NPA_SKYPILOT_BIN, config)."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Remove the stack's shared jobs controller once every job of every user is terminal.
+    Exit 0 removed or already gone, 1 refused/would remove/failed/timed out, 2 unproven."""
+    import os
+
+    from npa_infra.cli import services as cli_services
+    from npa_infra.errors import NpaError
+    from npa_infra.workflow.operations import controllercleanup
+
+    name = selection.stack_name(
+        stack, project, as_json=as_json, command="npa skypilot cleanup-controller"
+    )
+    given = cli_services.build(ctx.obj, progress=None if as_json else output.warn)
+    try:
+        report = controllercleanup.cleanup_controller(
+            name,
+            env=os.environ,
+            yes=yes,
+            deadline_seconds=deadline_seconds,
+            sky_bin=sky_bin,
+            services=given,
+        )
+    except NpaError as exc:
+        output.fail(exc, as_json=as_json)
+    if as_json:
+        output.emit_json(report.model_dump(mode="json"))
+    else:
+        _render_cleanup(report)
+    raise typer.Exit(report.exit_code)
+
+
+def _render_cleanup(report: ControllerReport) -> None:
+    controller = report.controller or "no controller"
+    output.out(f"{report.status.value}: {controller} ({report.reason})")
+    output.out(f"state directory: {report.state_dir}")
+    for job in report.blocking_jobs:
+        output.out(f"  blocking: job {job.id} {job.name!r} of user {job.user} ({job.status})")
+    if report.detail and not report.blocking_jobs:
+        output.out(f"  {report.detail}")
+    for command in report.next:
+        output.warn(f"Next: {command}")
