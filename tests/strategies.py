@@ -85,8 +85,8 @@ __all__ = [
     "permanent_pull_messages",
     "probe_observation_fields",
     "project_resolutions",
-    "random_spec_texts",
     "pull_secret_layers",
+    "random_spec_texts",
     "run_outcome_evidence",
     "sky_command_results",
     "source_files",
@@ -1303,8 +1303,8 @@ def project_resolutions(draw: st.DrawFn) -> Any:
     return request, entry, draw(st.booleans()), known
 
 
-
 # -- npa cleanup: the leftovers planner (runs.leftovers) --------------------------------
+
 _RUN_IDS = ("r1", "r2", "r3")
 _STATE_DIRS = ("/h/skypilot-state/a", "/h/skypilot-state/b")
 
@@ -1351,6 +1351,7 @@ def leftover_worlds(draw: st.DrawFn) -> dict[str, Any]:
         "states": draw(st.lists(observed, max_size=2, unique_by=lambda s: s.path)),
         "bootstrap_locked": draw(st.booleans()),
     }
+
 
 _DRAIN_NAMESPACES = ("team-a", "team-b", "kube-system")
 _DRAIN_LABELS = st.dictionaries(

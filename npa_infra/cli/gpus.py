@@ -65,7 +65,7 @@ def gpus_cmd(
             spec_path=spec,
             variables=options.parse_vars(var or []),
             catalog_path=catalog,
-            cluster_factory=services.build(ctx.obj).gpu_cluster,
+            services=services.build(ctx.obj),
         )
     except NpaError as exc:
         output.fail(exc, as_json=as_json)

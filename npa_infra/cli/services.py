@@ -1,9 +1,10 @@
-"""The one place the CLI builds the SDK's adapters (``workflow.execution.adapters.Services``).
+"""The one place the CLI builds the SDK's adapters (``workflow.target.services.Services``).
 
 An embedding caller, or a test, puts a ``Services`` in the root click context
 (``CliRunner.invoke(app, args, obj=Services(...))``); every command that reaches
 an adapter takes its ``typer.Context`` and passes ``build(ctx.obj)`` to its SDK
-function, so a command run from the shell gets the real adapters. The SDK is imported here only when a command runs,
+function, so a command run from the shell gets the real adapters. The SDK is
+imported here only when a command runs,
 so ``npa --help`` stays fast.
 """
 
@@ -13,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from npa_infra.workflow.execution.adapters import Services
+    from npa_infra.workflow.target.services import Services
 
 __all__ = ["build"]
 
@@ -23,7 +24,7 @@ def build(obj: object, *, progress: Callable[[str], None] | None = None) -> Serv
     with ``progress`` if given."""
     import dataclasses
 
-    from npa_infra.workflow.execution import adapters
+    from npa_infra.workflow.target import services
 
-    base = obj if isinstance(obj, adapters.Services) else adapters.Services()
+    base = obj if isinstance(obj, services.Services) else services.Services()
     return base if progress is None else dataclasses.replace(base, progress=progress)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from npa_infra.cli import output, selection
+from npa_infra.cli import output, selection, services
 
 if TYPE_CHECKING:
     from npa_infra.skypilot.bootstrap import BootstrapReport
@@ -127,6 +127,7 @@ def _render_status(report: StatusReport) -> None:
 
 @app.command("verify")
 def verify_cmd(
+    ctx: typer.Context,
     cluster: Annotated[
         str | None,
         typer.Option(
@@ -162,12 +163,16 @@ def verify_cmd(
             as_json=False,
         )
     json_out = as_json or (output_format or "").lower() == "json"
+    given = services.build(ctx.obj)
     chosen = selection.select(stack, project, as_json=json_out, context=cluster)
     report = verify.verify(
         selection.context_of(chosen, cluster, as_json=json_out, flag="--cluster"),
         kubeconfig_path=kubeconfig,
         stack=chosen.stack,  # whose SkyPilot config to read
         sky_bin=sky_bin,
+        cluster_factory=given.cluster,
+        clock=given.clock.now,
+        sleep=given.clock.sleep,
         on_sample=None if json_out else (lambda p: output.warn(p.text())),
     )
     if json_out:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from pydantic import JsonValue
 
     from npa_infra.errors import NpaError
-    from npa_infra.stack.api import StackRequest
+    from npa_infra.stack.api import EngineFactory, StackRequest
     from npa_infra.stack.models import UpdateSummary
     from npa_infra.stack.report import PreviewReport
 
@@ -79,6 +79,13 @@ def _request(
         config_file=config_file,
         on_output=None if quiet else output.warn,
     )
+
+
+def _engines(ctx: typer.Context) -> EngineFactory:
+    """The Pulumi engine of ``Services`` (``cli.services``): the real one from the shell."""
+    from npa_infra.cli import services
+
+    return services.build(ctx.obj).stack_engine
 
 
 def _call(
@@ -151,6 +158,7 @@ def _formats(as_json: bool, as_markdown: bool) -> None:
 
 @app.command("preview")
 def preview_cmd(
+    ctx: typer.Context,
     stack: selection.StackOpt = None,
     project: selection.ProjectOpt = None,
     backend_url: BackendOpt = None,
@@ -170,13 +178,18 @@ def preview_cmd(
         stack, project, as_json=as_json, command="npa stack preview", default="dev", context=context
     )
     request = _request(stack, backend_url, context, config_file, quiet=as_json or as_markdown)
-    report = _call(lambda r, env: api.preview(r, env=env, diff=diff), request, as_json=as_json)
+    report = _call(
+        lambda r, env: api.preview(r, env=env, diff=diff, engine_factory=_engines(ctx)),
+        request,
+        as_json=as_json,
+    )
     _render_preview(report, as_json=as_json, as_markdown=as_markdown)
     _preview_exit(report, stack, detailed_exitcode, expect_no_changes)
 
 
 @app.command("up")
 def up_cmd(
+    ctx: typer.Context,
     stack: selection.StackOpt = None,
     project: selection.ProjectOpt = None,
     backend_url: BackendOpt = None,
@@ -192,7 +205,11 @@ def up_cmd(
         stack, project, as_json=as_json, command="npa stack up", default=None, context=context
     )
     request = _request(stack, backend_url, context, config_file, quiet=as_json)
-    result = _call(lambda r, env: api.up(r, env=env, yes=yes), request, as_json=as_json)
+    result = _call(
+        lambda r, env: api.up(r, env=env, yes=yes, engine_factory=_engines(ctx)),
+        request,
+        as_json=as_json,
+    )
     if as_json:
         output.emit_json(result.model_dump(mode="json", by_alias=True))
     elif result.preview is not None:
@@ -213,6 +230,7 @@ def _render_update(summary: UpdateSummary | None, outputs: dict[str, JsonValue])
 
 @app.command("refresh")
 def refresh_cmd(
+    ctx: typer.Context,
     stack: selection.StackOpt = None,
     project: selection.ProjectOpt = None,
     backend_url: BackendOpt = None,
@@ -233,7 +251,11 @@ def refresh_cmd(
         stack, project, as_json=as_json, command="npa stack refresh", default="dev", context=context
     )
     request = _request(stack, backend_url, context, config_file, quiet=as_json or as_markdown)
-    result = _call(lambda r, env: api.refresh(r, env=env, yes=yes), request, as_json=as_json)
+    result = _call(
+        lambda r, env: api.refresh(r, env=env, yes=yes, engine_factory=_engines(ctx)),
+        request,
+        as_json=as_json,
+    )
     if isinstance(result, PreviewReport):
         _render_preview(result, as_json=as_json, as_markdown=as_markdown)
         _preview_exit(result, stack, detailed_exitcode, expect_no_changes)
@@ -246,6 +268,7 @@ def refresh_cmd(
 
 @app.command("destroy")
 def destroy_cmd(
+    ctx: typer.Context,
     stack: selection.StackOpt = None,
     project: selection.ProjectOpt = None,
     backend_url: BackendOpt = None,
@@ -269,7 +292,12 @@ def destroy_cmd(
     request = _request(stack, backend_url, context, config_file, quiet=as_json)
     result = _call(
         lambda r, env: teardown.destroy_stack(
-            r, env=env, yes=yes, exclude_protected=exclude_protected, cancel_runs=cancel_runs
+            r,
+            env=env,
+            yes=yes,
+            exclude_protected=exclude_protected,
+            cancel_runs=cancel_runs,
+            engine_factory=_engines(ctx),
         ),
         request,
         as_json=as_json,
@@ -294,6 +322,7 @@ def destroy_cmd(
 
 @app.command("outputs")
 def outputs_cmd(
+    ctx: typer.Context,
     stack: selection.StackOpt = None,
     project: selection.ProjectOpt = None,
     backend_url: BackendOpt = None,
@@ -311,7 +340,11 @@ def outputs_cmd(
     )
     request = _request(stack, backend_url, None, config_file, quiet=True)
     result = _call(
-        lambda r, env: api.outputs(r, env=env, show_secrets=show_secrets), request, as_json=as_json
+        lambda r, env: api.outputs(
+            r, env=env, show_secrets=show_secrets, engine_factory=_engines(ctx)
+        ),
+        request,
+        as_json=as_json,
     )
     if as_json:
         output.emit_json(result.model_dump(mode="json"))

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -51,10 +50,7 @@ __all__ = [
     "VerifyReport",
     "effective_service_account",
     "isolated_config",
-    "monotonic",
-    "open_cluster",
     "probe_status",
-    "sleep_for",
     "verify",
 ]
 
@@ -320,25 +316,9 @@ def _cluster_checks(
             close()
 
 
-# The real seams; ``verify``'s parameters override them, and the CLI tests replace them.
-def open_cluster(path: Path, context: str) -> KubeCluster:
-    """The real ``KubeApi`` for ``context`` of the kubeconfig at ``path`` (no I/O yet)."""
-    from npa_infra.kube import client
-
-    return client.KubeApi(path, context)
-
-
 def probe_status(env: Mapping[str, str], sky_bin: str | None = None) -> status.StatusReport:
     """The SkyPilot version gate (``npa skypilot status``)."""
     return status.status(sky_bin, env)
-
-
-def monotonic() -> float:
-    return time.monotonic()
-
-
-def sleep_for(seconds: float) -> None:
-    time.sleep(seconds)
 
 
 def verify(
@@ -348,17 +328,17 @@ def verify(
     stack: str | None = None,
     sky_bin: str | None = None,
     env: Mapping[str, str] | None = None,
-    cluster_factory: ClusterFactory | None = None,
+    cluster_factory: ClusterFactory,
     status_probe: StatusProbe | None = None,
-    clock: Callable[[], float] | None = None,
-    sleep: Callable[[float], None] | None = None,
+    clock: Callable[[], float],
+    sleep: Callable[[float], None],
     on_sample: Callable[[readiness.ReadinessProgress], None] | None = None,
 ) -> VerifyReport:
     """Run every check against ``context``; never raises for an expected problem.
 
-    ``cluster_factory``, ``status_probe``, ``clock`` and ``sleep`` default to
-    this module's ``open_cluster``, ``probe_status``, ``monotonic`` and
-    ``sleep_for``: the real adapter and the real clock.
+    ``cluster_factory``, ``clock`` and ``sleep`` are the caller's adapters (the CLI's
+    come from ``Services``); ``status_probe`` defaults to ``probe_status``, the
+    SkyPilot version gate on the real binary.
     """
     environ = os.environ if env is None else env
     checks: list[Check] = []
@@ -372,9 +352,9 @@ def verify(
         account, source = effective_service_account(sky_config, context)
         if config_file and source != _DEFAULT_SOURCE:
             source = f"{source} in {config_file}"
-        cluster = (cluster_factory or open_cluster)(config.path, context)
+        cluster = cluster_factory(config.path, context)
         found, summary = _cluster_checks(
-            cluster, namespace, account, source, clock or monotonic, sleep or sleep_for, on_sample
+            cluster, namespace, account, source, clock, sleep, on_sample
         )
         checks += found
     report = status_probe(environ) if status_probe else probe_status(environ, sky_bin)

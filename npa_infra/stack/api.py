@@ -64,6 +64,7 @@ __all__ = [
     "EngineFactory",
     "StackRequest",
     "destroy",
+    "open_engine",
     "outputs",
     "preview",
     "refresh",
@@ -91,7 +92,8 @@ class StackRequest:
     on_output: Callable[[str], None] | None = field(default=None, compare=False)
 
 
-def _engine_factory(settings: RunnerSettings) -> StackEngine:
+def open_engine(settings: RunnerSettings) -> StackEngine:
+    """The Pulumi engine of one stack (Automation API): the real ``EngineFactory``."""
     from npa_infra.stack.runner import StackRunner
 
     return StackRunner(settings)
@@ -217,7 +219,7 @@ def _engine(
 ) -> tuple[StackEngine, RunnerSettings]:
     _require_cli(env)
     settings = settings_for(request, env, check_context=check_context)
-    return (factory or _engine_factory)(settings), settings
+    return (factory or open_engine)(settings), settings
 
 
 def preview(

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from npa_infra.workflow.execution.launcher import Clock
+from npa_infra.workflow.target.services import Clock
 
 __all__ = ["Lockstep", "RecordingJournal", "supervise_together"]
 

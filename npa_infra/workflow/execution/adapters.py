@@ -7,61 +7,27 @@ directory, binds it to the stack's outputs (``target.stackbinding``) and runs th
 drift gate (``skypilot.livegate``) first, so no live action reaches a drifted
 SkyPilot.
 
-``Services`` is the one injection point of the SDK (issue 15): the CLI builds it
-once, tests and embedding callers pass their doubles in it, and each field left
-``None`` is the real adapter, opened where it is first needed (the real default
-of each is named beside its field). ``LiveServices`` is its older name.
+The adapters come from ``Services`` (``workflow.target.services``), the SDK's one
+injection point; each field's default is the real adapter.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from npa_infra import config as npa_config
-from npa_infra.workflow.execution.launcher import Clock
 from npa_infra.workflow.target import stackbinding
+from npa_infra.workflow.target.services import Clock, Services
 
 if TYPE_CHECKING:
     from npa_infra.kube.base import KubeCluster
-    from npa_infra.registry.base import Registry
     from npa_infra.skypilot.base import SkyPilot
     from npa_infra.skypilot.drift import Advisory
     from npa_infra.skypilot.isolation import IsolatedDir
-    from npa_infra.stack.api import EngineFactory
-    from npa_infra.storage.base import ObjectStore
-    from npa_infra.workflow.planning.accelerators import ClusterFactory
-    from npa_infra.workflow.planning.pullcheck import ProberFactory
     from npa_infra.workflow.target.stackfile import StackSettings
 
-__all__ = ["LiveServices", "Services", "open_adapters", "recorded_state_dir"]
-
-
-@dataclass(frozen=True, slots=True)
-class Services:
-    """The adapters of the SDK's commands; each ``None`` means the real one."""
-
-    # SkyPilot on the isolated state directory (default: ``SkyCli`` behind the drift gate)
-    sky: Callable[[IsolatedDir, Mapping[str, str]], SkyPilot] | None = None
-    # the live run's exact context, by kubeconfig path (default: ``kube.client.KubeApi``)
-    cluster: Callable[[Path, str], KubeCluster] | None = None
-    # GPU catalog of ``--infra k8s/<ctx>``, by context (default: ``accelerators.open_cluster``)
-    gpu_cluster: ClusterFactory | None = None
-    # the in-cluster pull probe, by context (default: ``pullcheck.open_prober``)
-    prober: ProberFactory | None = None
-    # image preflight's registry; an injected one is not closed (default: ``imagecheck.open_client``)
-    registry: Callable[[], Registry] | None = None
-    store: Callable[[], ObjectStore] | None = None  # decision artifacts (default: boto3)
-    stack_engine: EngineFactory | None = None  # the stack's outputs (default: the Pulumi engine)
-    clock: Clock | None = None  # default: ``time.time``, ``time.sleep``, ``random.random``
-    readiness: Callable[..., Any] | None = None  # default: ``launcher``'s readiness probe
-    progress: Callable[[str], None] | None = None  # one line per change, for people (stderr)
-    isolated_dir: Path | None = None  # default: resolved from the stack and configuration
-
-
-LiveServices = Services  # the name before it covered planning's adapters too
+__all__ = ["open_adapters", "recorded_state_dir"]
 
 
 def recorded_state_dir(data: Mapping[str, Any] | None) -> str | None:
@@ -95,7 +61,6 @@ def open_adapters(
     """
     from npa_infra.kube import kubeconfig
     from npa_infra.skypilot import isolation, livegate
-    from npa_infra.skypilot import resolve as sky_resolve
 
     given = given or Services()
     config = npa_config.load_config(env)
@@ -108,25 +73,14 @@ def open_adapters(
         env, context=context, controller=stackbinding.controller_settings(stack), stack=stack_name
     )
     stackbinding.verify_adopted(stack, isolated, env)
-    if given.sky is not None:  # an injected adapter: no binary to read, its ports its own
-        verdict = livegate.enforce(None, env, sky_env=None)
-        sky = given.sky(isolated, env)
-    else:
-        from npa_infra.skypilot.skycli import SkyCli
-
-        binary = sky_resolve.resolve_binary(sky_bin, env, config)
-        verdict = livegate.enforce(binary.path, env, sky_env=isolated.environment(env))
-        sky = SkyCli(binary.path, isolated, env, check_ports=False)  # the gate checked them
+    sky = given.sky(isolated, env, sky_bin)  # constructs only: nothing runs before the gate
+    # the real binary is read against its pins; a double's is not, its ports its own
+    binary = getattr(sky, "binary", None) if given.real_sky() else None
+    verdict = livegate.enforce(
+        binary, env, sky_env=isolated.environment(env) if binary is not None else None
+    )
     for advisory in verdict.advisories:
         if on_warning is not None:
             on_warning(advisory)
-        if given.progress is not None:
-            given.progress(advisory.text())
-    if given.cluster is not None:
-        cluster = given.cluster(kube_config.path, context)
-    else:
-        from npa_infra.kube.client import KubeApi
-
-        cluster = KubeApi(kube_config.path, context)
-    clock = given.clock or Clock.real()
-    return sky, cluster, clock, isolated
+        given.progress(advisory.text())
+    return sky, given.cluster(kube_config.path, context), given.clock, isolated

@@ -20,7 +20,8 @@ from npa_infra.runs import codec, transaction
 from npa_infra.runs.lifecycle import RunStatus
 from npa_infra.runs.models import LaunchState, ReconciliationState, TransactionRecord
 from npa_infra.workflow.execution import taskfiles
-from npa_infra.workflow.execution.launcher import AttemptKey, Clock, LaunchDriver
+from npa_infra.workflow.execution.launcher import AttemptKey, LaunchDriver
+from npa_infra.workflow.target.services import Clock
 
 if TYPE_CHECKING:
     from npa_infra.journal.lock import RunLock

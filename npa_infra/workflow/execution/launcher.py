@@ -33,34 +33,18 @@ from npa_infra.runs.models import (
     TransactionRecord,
 )
 from npa_infra.skypilot.models import QueueVerdict
+from npa_infra.workflow.target.services import Clock
 
 if TYPE_CHECKING:
     from npa_infra.journal.store import Journal
     from npa_infra.kube.base import KubeCluster
     from npa_infra.skypilot.base import SkyPilot
 
-__all__ = ["AttemptKey", "Clock", "LaunchDriver", "check_request", "reconcile"]
+__all__ = ["AttemptKey", "LaunchDriver", "check_request", "reconcile"]
 
 _LAUNCH_REQUEST = "sky.jobs.launch"
 # How long a resume waits for an earlier submit's launch child: its own call timeout.
 CHILD_WAIT = 1800.0
-
-
-@dataclass(frozen=True, slots=True)
-class Clock:
-    """Time, sleep and jitter, injected so tests move time instead of waiting."""
-
-    now: Callable[[], float]
-    sleep: Callable[[float], None]
-    jitter: Callable[[], float]
-
-    @classmethod
-    def real(cls) -> Clock:
-        """Wall time, real sleeps and uniform jitter: every command's default."""
-        import random
-        import time
-
-        return cls(time.time, time.sleep, random.random)
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,8 +31,7 @@ if TYPE_CHECKING:
     from npa_infra.journal.store import Journal
     from npa_infra.projects.models import Selection
     from npa_infra.skypilot.base import SkyPilot
-    from npa_infra.workflow.execution.adapters import Services
-    from npa_infra.workflow.execution.launcher import Clock
+    from npa_infra.workflow.target.services import Clock, Services
 
 __all__ = ["CANCEL_EXIT_CODES", "CancelReport", "cancel_run"]
 
@@ -129,8 +128,8 @@ def cancel_run(
             if opened
             else Path(recorded or str(services.isolated_dir if services else ""))
         )
-        clock = opened[1] if opened else _clock(services)
-        progress = services.progress if services else None
+        clock = opened[1] if opened else (services or _real()).clock
+        progress = (services or _real()).progress
         lock = _launch_lock(state_dir, run_id, run.stack or None, clock, progress)
         if isinstance(lock, CancelReport):
             return _record(journal, clock, lock)
@@ -143,7 +142,7 @@ def cancel_run(
             )
             transactions = journal.transactions(run_id)  # read under the lock: settled
             if all(t.launch_sequence == 0 and t.job_id is None for t in transactions):
-                return _never_launched(journal, run_id)
+                return _never_launched(journal, run_id, clock)
             sky, clock, _ = opened or opened_adapters()
             return _cancel(journal, sky, clock, run_id)
         finally:
@@ -152,12 +151,10 @@ def cancel_run(
         journal.close()
 
 
-def _clock(services: Services | None) -> Clock:
-    from npa_infra.workflow.execution.launcher import Clock
+def _real() -> Services:
+    from npa_infra.workflow.target.services import Services
 
-    if services is not None and services.clock is not None:
-        return services.clock
-    return Clock.real()
+    return Services()
 
 
 def _launch_lock(
@@ -200,10 +197,8 @@ def _launch_lock(
     return lock
 
 
-def _never_launched(journal: Journal, run_id: str) -> CancelReport:
-    import time
-
-    journal.append_event(run_id, "cancel", {"outcome": "not_submitted"}, now=time.time())
+def _never_launched(journal: Journal, run_id: str, clock: Clock) -> CancelReport:
+    journal.append_event(run_id, "cancel", {"outcome": "not_submitted"}, now=clock.now())
     return CancelReport(run_id, "not_submitted")
 
 

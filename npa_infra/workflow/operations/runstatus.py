@@ -13,14 +13,13 @@ one node list per (stack, context), never a read per job. Exit codes: cli.md
 §1.5; for ``--all`` the worst of the runs' codes (``worst_exit_code``).
 
 ``refreshes`` is ``--watch``: one report per refresh, ``interval`` seconds
-apart on the injected clock (``Services.clock``; the real ``time.sleep``
-only when none is given), until no listed run is in progress.
+apart on ``Services.clock`` (tests move virtual time), until no listed run is
+in progress.
 """
 
 from __future__ import annotations
 
 import shlex
-import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -39,7 +38,7 @@ if TYPE_CHECKING:
     from npa_infra.projects.models import Selection
     from npa_infra.skypilot.drift import Advisory
     from npa_infra.skypilot.models import QueueRecord
-    from npa_infra.workflow.execution.adapters import Services
+    from npa_infra.workflow.target.services import Services
 
 __all__ = [
     "IN_PROGRESS_STATUSES",
@@ -265,8 +264,9 @@ def refreshes(
     ``interval`` seconds on ``services.clock`` (tests move virtual time) before
     the next read. The last report decides the exit code.
     """
-    clock = services.clock if services is not None else None
-    sleep = clock.sleep if clock is not None else time.sleep
+    from npa_infra.workflow.target.services import Services
+
+    sleep = (services or Services()).clock.sleep
     while True:
         report: StatusReport | AllStatusReport
         if run_id is None:

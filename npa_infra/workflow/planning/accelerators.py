@@ -10,14 +10,14 @@ contacts a cluster without an exact context, and is skipped when the
 operator asked for verbatim names (``--no-resolve-accelerators``) or set
 ``NPA_WORKFLOW_GPU_ACCELERATOR`` (the environment override wins).
 
-The cluster comes from ``open_cluster``, a module-level factory the tests
-replace; the real one imports the Kubernetes adapter lazily.
+The cluster comes from ``Services.gpu_cluster`` (``workflow.target.services``),
+which tests replace with the Kubernetes double.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,38 +26,18 @@ from npa_infra.errors import PreflightError
 from npa_infra.gpus import catalog, resolve
 from npa_infra.kube.base import KubeCluster
 from npa_infra.plan.model import Plan
+from npa_infra.workflow.target.services import Services
 
 __all__ = [
     "AcceleratorOutcome",
-    "ClusterFactory",
     "GpusReport",
     "context_of",
     "gpus",
-    "open_cluster",
     "read_catalog",
     "resolve_for_plan",
 ]
 
-ClusterFactory = Callable[[str, Mapping[str, str]], KubeCluster]
 GPU_OVERRIDE_ENV = "NPA_WORKFLOW_GPU_ACCELERATOR"
-
-
-def open_cluster(
-    context: str, env: Mapping[str, str], kubeconfig_path: Path | None = None
-) -> KubeCluster:
-    """``context`` of the first kubeconfig file (or of ``kubeconfig_path``), exactly.
-
-    Raises:
-        KubeError: no kubeconfig, or no such context (the message lists the ones that exist).
-    """
-    from npa_infra.kube import client, kubeconfig
-
-    if kubeconfig_path is None:
-        config, _ = kubeconfig.resolve(context, env)
-    else:
-        config = kubeconfig.load(kubeconfig_path)
-        config.context(context)
-    return client.KubeApi(config.path, context)
 
 
 def _close(cluster: KubeCluster) -> None:
@@ -108,7 +88,7 @@ def gpus(
     variables: Mapping[str, str] | None = None,
     catalog_path: Path | None = None,
     env: Mapping[str, str] | None = None,
-    cluster_factory: ClusterFactory | None = None,
+    services: Services | None = None,
 ) -> GpusReport:
     """The GPU catalog of ``context``; with a spec, each GPU step's verdict on it.
 
@@ -125,7 +105,7 @@ def gpus(
             spec_path, variables=variables or {}, catalog_path=catalog_path, env=environ
         )
         plan = report.plan
-    cluster = (cluster_factory or open_cluster)(context, environ)
+    cluster = (services or Services()).gpu_cluster(context, environ)
     try:
         cat = read_catalog(cluster)
     finally:
@@ -183,7 +163,7 @@ def resolve_for_plan(
     infra: str | None,
     enabled: bool,
     env: Mapping[str, str],
-    cluster_factory: ClusterFactory | None = None,
+    services: Services | None = None,
 ) -> AcceleratorOutcome:
     """Remap the plan's Kubernetes GPU requests to what ``--infra k8s/<ctx>`` advertises.
 
@@ -202,7 +182,7 @@ def resolve_for_plan(
         return _skip(plan, "no --infra k8s/<context>: no cluster was contacted", None)
     if not resolve.gpu_requests(plan.steps):
         return _skip(plan, "no Kubernetes GPU step", context)
-    cluster = (cluster_factory or open_cluster)(context, env)
+    cluster = (services or Services()).gpu_cluster(context, env)
     try:
         cat = read_catalog(cluster)
     finally:

@@ -23,7 +23,7 @@ from npa_infra.workflow.planning import identity, loading
 from npa_infra.workflow.planning.fingerprint import plan_fingerprint
 
 if TYPE_CHECKING:
-    from npa_infra.workflow.execution.adapters import Services
+    from npa_infra.workflow.target.services import Services
     from preflight.images import ImagePreflightReport
 
 __all__ = [
@@ -173,11 +173,10 @@ def preflight_images(
 
     Every decision outcome counts, so ``assume_decision`` (kept for parity
     with ``plan-spec``) never narrows the set. Each distinct image is checked
-    once, concurrently; ``services.registry`` replaces the real registry
-    client. With ``infra`` = ``k8s/<context>``, each registry-``ok`` image of a
+    once, concurrently, on the client ``services.registry`` opens. With ``infra`` = ``k8s/<context>``, each registry-``ok`` image of a
     Kubernetes step is then pulled in-cluster by a probe pod (kubernetes.md
     §9), watched for at most ``image_bootstrap_timeout_seconds`` (0 = no
-    deadline); ``services.prober`` replaces the real Kubernetes adapter.
+    deadline), through ``services.prober``.
     Without ``infra`` those rows are ``target_pull_unverified``.
 
     Raises:
@@ -189,6 +188,7 @@ def preflight_images(
     """
     from npa_infra.render import images
     from npa_infra.workflow.planning import imagecheck, pullcheck
+    from npa_infra.workflow.target import services as services_module
     from npa_infra.workflow.target import stackfile
 
     del assume_decision  # preview-only: the union over all outcomes is always checked
@@ -200,13 +200,8 @@ def preflight_images(
     selection = images.ImageSelection(
         tuple(image_overrides), image, imagecheck.catalog_registry(registry, settings, environ)
     )
-    injected = services.registry if services is not None else None
-    own = injected is None
-    checker = (
-        injected()
-        if injected is not None
-        else imagecheck.open_client(environ, stack=stack, insecure_hosts=insecure_registries)
-    )
+    given = services or services_module.Services()
+    checker = given.registry(environ, stack, insecure_registries)
     run_id = f"{v.spec.name}-plan"
     try:
         report = imagecheck.run(
@@ -220,8 +215,7 @@ def preflight_images(
     except PlanError as err:
         raise plan_error(v, err) from None
     finally:
-        if own:
-            checker.close()
+        checker.close()
     options = pullcheck.PullProbeOptions(
         context=context_name,
         infra=infra,
@@ -237,7 +231,7 @@ def preflight_images(
             selection=selection,
             options=options,
             env=environ,
-            prober=services.prober if services is not None else None,
+            services=given,
         )
     except PlanError as err:
         raise plan_error(v, err) from None

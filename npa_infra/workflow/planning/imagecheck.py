@@ -3,10 +3,10 @@
 Shared by ``preflight-images`` (``api.preflight_images``) and ``submit``:
 both select the catalog registry the same way (``--registry``, the stack's,
 ``NPA_REGISTRY``, the default; dsl.md §6.2), resolve the same images with the
-renderer's rules, and build the real client only when the caller injected
-none. Credentials come from the process environment, then the stack's
-credentials file (registry.md §2.1); trusted token realms from
-``registry.trusted_token_realms`` in ``$NPA_HOME/config.yaml``. The registries
+renderer's rules, and check them on the client ``Services.registry`` opens
+(``workflow.target.services``: credentials from the process environment, then the
+stack's credentials file, registry.md §2.1; trusted token realms from
+``registry.trusted_token_realms`` in ``$NPA_HOME/config.yaml``). The registries
 whose ``npa-*`` images must carry the bootstrap-contract label are the
 project's default one plus ``NPA_PUBLIC_REGISTRY`` and ``NPA_REGISTRY``
 (runtime-reference.md §8).
@@ -14,21 +14,20 @@ project's default one plus ``NPA_PUBLIC_REGISTRY`` and ``NPA_REGISTRY``
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from npa_infra import config as npa_config
 from npa_infra.catalog import images as pins
 from npa_infra.catalog.model import Catalog
 from npa_infra.render import images
 from npa_infra.spec.model import Spec
-from npa_infra.workflow.target import credentials, stackfile
+from npa_infra.workflow.target import stackfile
 
 if TYPE_CHECKING:
     from npa_infra.registry.base import Registry
     from preflight.images import ImagePreflightReport
 
-__all__ = ["catalog_registry", "open_client", "run", "trusted_registries"]
+__all__ = ["catalog_registry", "run", "trusted_registries"]
 
 
 def catalog_registry(
@@ -47,38 +46,6 @@ def trusted_registries(env: Mapping[str, str]) -> tuple[str, ...]:
     """``ghcr.io/nebius/nebius-physical-ai``, ``NPA_PUBLIC_REGISTRY``, ``NPA_REGISTRY`` (when set)."""
     found = (pins.DEFAULT_REGISTRY, env.get("NPA_PUBLIC_REGISTRY"), env.get("NPA_REGISTRY"))
     return tuple(dict.fromkeys(r.strip() for r in found if r and r.strip()))
-
-
-def _trusted_realms(env: Mapping[str, str]) -> list[str]:
-    raw = npa_config.get_value(npa_config.load_config(env), "registry.trusted_token_realms")
-    if isinstance(raw, str):
-        return [raw]
-    return [str(h) for h in raw] if isinstance(raw, list) else []
-
-
-def open_client(
-    env: Mapping[str, str],
-    *,
-    stack: str | None = None,
-    insecure_hosts: Sequence[str] = (),
-) -> Registry:
-    """The real registry client for this environment (no I/O until the first check).
-
-    Raises:
-        ConfigError: the configuration or the stack's credentials file is unreadable.
-    """
-    from npa_infra.registry import client
-    from npa_infra.registry import credentials as registry_credentials
-
-    home = npa_config.npa_home(env)
-    values = credentials.resolve_values(
-        registry_credentials.ENV_NAMES, env, npa_home=home, stack=stack
-    )
-    return client.RegistryClient(
-        credentials=registry_credentials.from_environment(values),
-        trusted_realms=_trusted_realms(env),
-        insecure_hosts=insecure_hosts,
-    )
 
 
 def run(

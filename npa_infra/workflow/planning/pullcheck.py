@@ -1,8 +1,8 @@
 """The in-cluster pull probe for ``preflight-images`` and ``submit`` (kubernetes.md §9).
 
 Runs after the registry checks (``imagecheck.run``) on their report. It
-decides the inputs ``preflight.pull_probe`` needs and builds the real
-adapter only when the caller injected none:
+decides the inputs ``preflight.pull_probe`` needs; the cluster adapter is
+``Services.prober`` (``workflow.target.services``), opened only when a row needs a pod:
 
 - **context:** ``preflight-images`` probes only with an exact ``--infra
   k8s/<ctx>``; ``submit`` passes its ``--infra`` context, else the stack's
@@ -19,7 +19,7 @@ adapter only when the caller injected none:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,9 +28,9 @@ from npa_infra.catalog.model import Catalog
 from npa_infra.errors import UsageError
 from npa_infra.render import images
 from npa_infra.spec.model import Spec
+from npa_infra.workflow.target.services import Services
 
 if TYPE_CHECKING:
-    from npa_infra.kube.base import PodProber
     from npa_infra.workflow.target.stackfile import StackSettings
     from preflight.images import ImagePreflightReport
     from preflight.probe_runner import Tools
@@ -39,17 +39,14 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_TIMEOUT",
     "GPU_OVERRIDE_ENV",
-    "ProberFactory",
     "PullProbeOptions",
     "context_of",
-    "open_prober",
     "probe",
     "submit_options",
 ]
 
 DEFAULT_TIMEOUT = 1800.0  # cli.md §1.3: --image-bootstrap-timeout-seconds
 GPU_OVERRIDE_ENV = "NPA_WORKFLOW_GPU_ACCELERATOR"
-ProberFactory = Callable[[str], "PodProber"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,18 +106,6 @@ def submit_options(
     )
 
 
-def open_prober(context: str, env: Mapping[str, str]) -> PodProber:
-    """The real prober for ``context`` of the first kubeconfig file (no cluster call yet).
-
-    Raises:
-        KubeError: no kubeconfig, or no such context (the message lists the ones that exist).
-    """
-    from npa_infra.kube import kubeconfig, probe
-
-    config, _ = kubeconfig.resolve(context, env)
-    return probe.ProbeApi(config.path, context)
-
-
 def _sky_config(options: PullProbeOptions, env: Mapping[str, str]) -> Mapping[str, Any]:
     if options.sky_config is not None:
         return options.sky_config
@@ -159,12 +144,12 @@ def probe(
     options: PullProbeOptions,
     env: Mapping[str, str],
     variables: Mapping[str, str] | None = None,
-    prober: ProberFactory | None = None,
+    services: Services | None = None,
     tools: Tools | None = None,
 ) -> ImagePreflightReport:
     """``report`` with every registry-``ok`` Kubernetes image proven in-cluster, or marked unproven.
 
-    ``prober`` replaces the real adapter (``open_prober``); ``tools`` the nonces and clock.
+    ``services.prober`` opens the cluster adapter; ``tools`` the nonces and clock.
 
     Raises:
         UsageError: a negative deadline.
@@ -191,7 +176,7 @@ def probe(
         report,
         steps,
         _request(options, env, run_id),
-        open_prober=prober or (lambda context: open_prober(context, env)),
+        open_prober=lambda context: (services or Services()).prober(context, env),
         cache=cache,
         tools=tools,
         # every probe pod is recorded before it is created (preflight.probe_ledger)

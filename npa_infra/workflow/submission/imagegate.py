@@ -27,8 +27,8 @@ from npa_infra.render import images
 from npa_infra.workflow.planning import api, imagecheck, loading, pullcheck
 
 if TYPE_CHECKING:
-    from npa_infra.registry.base import Registry
     from npa_infra.workflow.submission.submitflags import SubmitOptions
+    from npa_infra.workflow.target.services import Services
     from npa_infra.workflow.target.stackfile import StackSettings
     from preflight.images import ImagePreflightReport
 
@@ -42,12 +42,9 @@ def _registry_report(
     selection: images.ImageSelection,
     options: SubmitOptions,
     env: Mapping[str, str],
-    client: Registry | None,
+    services: Services,
 ) -> ImagePreflightReport:
-    own = client is None
-    registry = client or imagecheck.open_client(
-        env, stack=options.stack, insecure_hosts=options.insecure_registries
-    )
+    registry = services.registry(env, options.stack, options.insecure_registries)
     try:
         return imagecheck.run(
             v.spec, catalog, run_id=run_id, selection=selection, client=registry, env=env
@@ -55,8 +52,7 @@ def _registry_report(
     except PlanError as err:
         raise api.plan_error(v, err) from None
     finally:
-        if own:
-            registry.close()
+        registry.close()
 
 
 def refusal(report: ImagePreflightReport, run_id: str) -> PreflightError:
@@ -83,8 +79,7 @@ def check(
     env: Mapping[str, str],
     *,
     stack: StackSettings | None,
-    client: Registry | None = None,
-    prober: pullcheck.ProberFactory | None = None,
+    services: Services,
 ) -> tuple[ImagePreflightReport | None, dict[str, str]]:
     """The report (None with ``--no-preflight-images``) and the digest pins to render.
 
@@ -96,7 +91,7 @@ def check(
     """
     if not options.preflight_images:
         return None, {}
-    report = _registry_report(v, catalog, run_id, selection, options, env, client)
+    report = _registry_report(v, catalog, run_id, selection, options, env, services)
     if not options.plan_only and report.exit_code != 0:
         raise refusal(report, run_id)
     pins = report.pins()
@@ -117,7 +112,7 @@ def check(
             selection=selection,
             options=probe,
             env=env,
-            prober=prober,
+            services=services,
         )
     except PlanError as err:
         raise api.plan_error(v, err) from None

@@ -43,13 +43,14 @@ from npa_infra.render import documents, images, raw
 from npa_infra.render.tasks import RenderSettings, secret_names_for_image
 from npa_infra.runs.lifecycle import RunStatus
 from npa_infra.spec.model import ExecutionMode
-from npa_infra.workflow.execution import adapters, liverun
+from npa_infra.workflow.execution import liverun
 from npa_infra.workflow.planning import accelerators, api, identity, imagecheck, loading
 from npa_infra.workflow.planning.fingerprint import plan_fingerprint, run_fingerprint
 from npa_infra.workflow.submission import imagegate, reidentification, sourcing, submitflags
 from npa_infra.workflow.submission.submitflags import SubmitOptions
 from npa_infra.workflow.supervision import runner
 from npa_infra.workflow.target import credentials, stackbinding, stackfile
+from npa_infra.workflow.target.services import Services
 
 __all__ = ["SubmitReport", "submit"]
 
@@ -144,12 +145,14 @@ def submit(
     options: SubmitOptions,
     *,
     env: Mapping[str, str] | None = None,
-    services: adapters.Services | None = None,
+    services: Services | None = None,
 ) -> SubmitReport | liverun.LiveResult:
     """Plan and render a spec (or raw SkyPilot YAML); launch it unless ``plan_only``.
 
-    ``services`` replaces adapters: ``gpu_cluster`` for accelerator resolution,
-    ``registry`` and ``prober`` for image preflight, the rest for the live run.
+    ``services`` are the adapters (``workflow.target.services``): ``gpu_cluster`` for
+    accelerator resolution, ``registry`` and ``prober`` for image preflight,
+    ``stack_engine`` for the stack's outputs, ``store`` for the staged source, the
+    rest for the live run.
 
     Raises:
         SpecError, UsageError, RenderError: the spec, the options or the rendering.
@@ -209,7 +212,7 @@ def submit(
         )
     except PlanError as err:
         raise api.plan_error(v, err) from None
-    given = services or adapters.Services()
+    given = services or Services()
     stack = _stack_settings(options, environ, services)
     stackbinding.context(options.infra, stack)  # never a cluster other than the stack's
     registry = imagecheck.catalog_registry(options.registry, stack, environ)
@@ -218,7 +221,7 @@ def submit(
         infra=options.infra,
         enabled=options.resolve_accelerators,
         env=environ,
-        cluster_factory=given.gpu_cluster,
+        services=given,
     )
     selection = images.ImageSelection(tuple(options.image_overrides), options.image, registry)
     checked, image_pins = imagegate.check(
@@ -229,8 +232,7 @@ def submit(
         options,
         environ,
         stack=stack,
-        client=given.registry() if given.registry is not None else None,
-        prober=given.prober,
+        services=given,
     )
     source = sourcing.plan_source(
         spec,
@@ -271,18 +273,13 @@ def submit(
         )
         # The planned source action is journaled with the run; the staging itself runs
         # once the run is durable, before the first launch (runtime-reference.md §1, §6).
-        store = given.store
         request = dataclasses.replace(
             request,
             extra={**request.extra, "source": source.to_json(), **stackbinding.record(stack)},
-            stage_source=lambda: sourcing.apply(
-                source, env=environ, store=store() if store is not None else None
-            ),
+            stage_source=lambda: sourcing.apply(source, env=environ, services=given),
         )
         if runtime:
-            router = reidentification.Router(
-                catalog, run_id, options, settings, environ, given.gpu_cluster
-            )
+            router = reidentification.Router(catalog, run_id, options, settings, environ, given)
 
             def replan(decided: Mapping[str, str]) -> liverun.RoutedPlan:
                 # dsl.md §5.4: real decisions route the run; the plan stops at the
@@ -358,7 +355,7 @@ def _source_request(options: SubmitOptions) -> sourcing.SourceRequest:
 
 
 def _stack_settings(
-    options: SubmitOptions, env: Mapping[str, str], services: adapters.Services | None = None
+    options: SubmitOptions, env: Mapping[str, str], services: Services | None = None
 ) -> stackfile.StackSettings | None:
     """The stack's file; for a live submit overlaid with its outputs when the engine has them
     (pulumi.md: submit runs against what the stack declared, not ad-hoc flags)."""
@@ -370,7 +367,7 @@ def _stack_settings(
         options.stack,
         options.project_root,
         env,
-        engine_factory=services.stack_engine if services is not None else None,
+        engine_factory=(services or Services()).stack_engine,
     )
 
 
@@ -430,7 +427,7 @@ def _submit_raw(
     text: str,
     options: SubmitOptions,
     env: Mapping[str, str],
-    services: adapters.Services | None = None,
+    services: Services | None = None,
 ) -> SubmitReport | liverun.LiveResult:
     docs, issues = raw.load_raw_task(text, str(spec_path), options.variables)
     if issues:

@@ -33,6 +33,7 @@ from npa_infra.render import documents
 from npa_infra.render.tasks import RenderSettings
 from npa_infra.workflow.execution import recovery
 from npa_infra.workflow.planning import accelerators, loading
+from npa_infra.workflow.target.services import Services
 
 if TYPE_CHECKING:
     from npa_infra.catalog.model import Catalog
@@ -62,7 +63,7 @@ class Router:
     options: SubmitOptions
     settings: RenderSettings
     env: Mapping[str, str]
-    cluster_factory: accelerators.ClusterFactory | None = None
+    services: Services | None = None
 
     def render(self, spec: Spec, decided: Mapping[str, str]) -> Rendered:
         """Plan ``spec`` with the decisions read so far (dsl.md §5.4) and render its waves.
@@ -89,7 +90,7 @@ class Router:
             infra=options.infra,
             enabled=options.resolve_accelerators,
             env=self.env,
-            cluster_factory=self.cluster_factory,
+            services=self.services,
         ).plan
         settings = dataclasses.replace(self.settings, workflow=spec.name, config=routed.config)
         jobs = documents.render_plan(

@@ -44,6 +44,7 @@ from npa_infra.spec.model import Spec
 from npa_infra.storage.base import ObjectStore
 from npa_infra.storage.models import S3Uri
 from npa_infra.workflow.target import stackfile
+from npa_infra.workflow.target.services import Services
 
 __all__ = [
     "E2E_SRC_ENV",
@@ -187,7 +188,7 @@ def plan_source(
 
 
 def apply(
-    plan: SourcePlan, *, env: Mapping[str, str], store: ObjectStore | None = None
+    plan: SourcePlan, *, env: Mapping[str, str], services: Services | None = None
 ) -> dict[str, Any]:
     """Carry out the decided source action; returns the record journaled as ``source_staging``.
 
@@ -202,7 +203,7 @@ def apply(
         return {**record, "decision": "not_required"}
     if d.action is SourceAction.KEEP and not d.verify:
         return {**record, "decision": "kept", "verified": False}
-    s3 = store or _boto_store(plan.s3_endpoint)
+    s3 = (services or Services()).store(plan.s3_endpoint or None)
     if d.action is SourceAction.KEEP:
         verdict = staging.verify_prefix(d.uri, s3, env=env)
         if verdict is marker.MarkerVerdict.MATCH:
@@ -227,7 +228,7 @@ def stage_src(
     force: bool = False,
     env: Mapping[str, str] | None = None,
     project_root: Path | None = None,
-    store: ObjectStore | None = None,
+    services: Services | None = None,
 ) -> staging.StageResult:
     """``npa workbench workflow stage-src``: stage a checkout, or reuse its verified prefix.
 
@@ -259,7 +260,7 @@ def stage_src(
     chosen_prefix = (
         prefix if prefix is not None else (settings.source_prefix if settings else "")
     ) or decision.DEFAULT_PREFIX
-    s3 = store or _boto_store(settings.s3_endpoint if settings else "")
+    s3 = (services or Services()).store((settings.s3_endpoint if settings else "") or None)
     _connect_in_background(s3)  # the boto3 client builds while the tree is scanned
     result = staging.stage_source(
         root, chosen_bucket, chosen_prefix, store=s3, force=force, env=environ
@@ -500,12 +501,6 @@ def _refusal(
         remedy=remedy,
         details={"reason": chosen.reason.value, "states": list(states)},
     )
-
-
-def _boto_store(endpoint: str) -> ObjectStore:
-    from npa_infra.storage.s3 import BotoStore
-
-    return BotoStore.create(endpoint_url=endpoint or None)
 
 
 def _connect_in_background(store: ObjectStore) -> None:

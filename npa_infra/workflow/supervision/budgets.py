@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from npa_infra.journal.store import Journal
-    from npa_infra.workflow.execution.launcher import Clock
     from npa_infra.workflow.execution.liverun import LiveRequest
     from npa_infra.workflow.supervision.watch import WatchResult
+    from npa_infra.workflow.target.services import Clock
 
 __all__ = ["load", "spend"]
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from npa_infra.journal.store import Journal
     from npa_infra.skypilot.base import SkyPilot
     from npa_infra.skypilot.models import CancelResult
-    from npa_infra.workflow.execution.launcher import Clock
+    from npa_infra.workflow.target.services import Clock
 
 __all__ = [
     "CANCEL_DEADLINE",

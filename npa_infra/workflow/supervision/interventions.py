@@ -31,9 +31,9 @@ if TYPE_CHECKING:
     from npa_infra.skypilot.base import SkyPilot
     from npa_infra.skypilot.sharedqueue import SharedQueue
     from npa_infra.storage.base import ObjectStore
-    from npa_infra.workflow.execution.launcher import Clock
     from npa_infra.workflow.execution.liverun import LiveRequest
     from npa_infra.workflow.supervision.watch import WatchResult
+    from npa_infra.workflow.target.services import Clock
 
 __all__ = ["WaveContext", "carry", "intend", "next_start", "wave_failure"]
 

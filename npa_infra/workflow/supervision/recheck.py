@@ -21,7 +21,7 @@ from npa_infra.workflow.supervision import watch
 if TYPE_CHECKING:
     from npa_infra.journal.store import Journal
     from npa_infra.skypilot.base import SkyPilot
-    from npa_infra.workflow.execution.launcher import Clock
+    from npa_infra.workflow.target.services import Clock
 
 __all__ = ["recheck", "watch_wave"]
 

@@ -23,15 +23,15 @@ from npa_infra.kube.sharedpods import SharedPods
 from npa_infra.runs.lifecycle import RunStatus
 from npa_infra.skypilot.sharedqueue import SharedQueue
 from npa_infra.workflow.execution import adapters, attempts
-from npa_infra.workflow.execution.launcher import Clock, LaunchDriver
+from npa_infra.workflow.execution.launcher import LaunchDriver
 from npa_infra.workflow.execution.liverun import LiveRequest, LiveResult, resume_command
 from npa_infra.workflow.supervision import waves
 from npa_infra.workflow.target import credentials, stackbinding
+from npa_infra.workflow.target.services import Clock, Services
 
 if TYPE_CHECKING:
     from npa_infra.journal.records import RunMode
     from npa_infra.journal.store import Journal
-    from npa_infra.storage.base import ObjectStore
 
 __all__ = ["execute", "preflight_hooks"]
 
@@ -48,14 +48,8 @@ def _context(request: LiveRequest) -> str:
     return chosen
 
 
-def _boto_store() -> ObjectStore:
-    from npa_infra.storage.s3 import BotoStore
-
-    return BotoStore.create()
-
-
 def execute(
-    request: LiveRequest, env: Mapping[str, str], services: adapters.Services | None = None
+    request: LiveRequest, env: Mapping[str, str], services: Services | None = None
 ) -> LiveResult:
     """Launch (or re-enter) the run; never raises for an expected outcome.
 
@@ -66,6 +60,7 @@ def execute(
     from npa_infra.journal import lock as run_lock
     from npa_infra.journal.store import Journal
 
+    given = services or Services()
     context = _context(request)
     home = npa_config.npa_home(env)
     secrets = credentials.resolve_values(
@@ -74,7 +69,7 @@ def execute(
     warned: list[dict[str, str]] = []  # the drift gate's advisories, for the result
     sky, cluster, clock, isolated = adapters.open_adapters(
         env,
-        services,
+        given,
         context=context,
         stack_name=request.stack_name,
         stack=request.stack,
@@ -107,8 +102,8 @@ def execute(
                 journal,
                 clock,
                 cluster=cluster,
-                readiness=services.readiness if services else None,
-                progress=services.progress if services else None,
+                readiness=given.readiness,
+                progress=given.progress,
                 state_dir=isolated.root,
                 home=str(home),
             )
@@ -118,9 +113,12 @@ def execute(
                 driver=driver,
                 sky=sky,
                 clock=clock,
-                store=(services.store if services and services.store else _boto_store),
+                # decision artifacts live with the stack's bucket, on its endpoint
+                store=lambda: given.store(
+                    request.stack.s3_endpoint or None if request.stack else None
+                ),
                 cluster=cluster,
-                progress=services.progress if services else None,
+                progress=given.progress,
                 shared_queue=SharedQueue(sky, isolated.root / "supervision", clock.now),
                 shared_pods=SharedPods(cluster, isolated.root / "supervision", clock.now),
                 launch=lambda job, wave_index, new_attempt=False, exports=None: (

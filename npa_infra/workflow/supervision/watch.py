@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from npa_infra.kube.models import NodeInfo, PodObservation
     from npa_infra.kube.sharedpods import ClusterView
     from npa_infra.skypilot.base import SkyPilot
-    from npa_infra.workflow.execution.launcher import Clock
+    from npa_infra.workflow.target.services import Clock
 
 __all__ = [
     "MISSING_CODE",

@@ -43,8 +43,9 @@ if TYPE_CHECKING:
     from npa_infra.skypilot.base import SkyPilot
     from npa_infra.skypilot.sharedqueue import SharedQueue
     from npa_infra.storage.base import ObjectStore
-    from npa_infra.workflow.execution.launcher import Clock, LaunchDriver
+    from npa_infra.workflow.execution.launcher import LaunchDriver
     from npa_infra.workflow.execution.liverun import LiveRequest
+    from npa_infra.workflow.target.services import Clock
 
 __all__ = ["RETRY_PAUSE", "Launch", "run_waves", "watch_policy"]
 

@@ -21,6 +21,7 @@ from npa_infra.cli.main import app
 from npa_infra.skypilot import verify
 from npa_infra.skypilot.status import ApiServerState, StatusReport
 from npa_infra.workflow.planning import accelerators
+from npa_infra.workflow.target import services
 from tests.support.fakecluster import FakeClock
 from tests.support.fakekube import FakeKube
 
@@ -231,7 +232,13 @@ def _gate() -> StatusReport:
 
 def _verify(context: str) -> verify.VerifyReport:
     clock = FakeClock()
-    return verify.verify(context, status_probe=lambda _env: _gate(), clock=clock, sleep=clock.sleep)
+    return verify.verify(
+        context,
+        cluster_factory=services.open_cluster,
+        status_probe=lambda _env: _gate(),
+        clock=clock,
+        sleep=clock.sleep,
+    )
 
 
 def test_verify_real_client_ok_default_service_account_absent(kube: FakeKube) -> None:

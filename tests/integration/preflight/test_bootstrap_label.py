@@ -18,8 +18,8 @@ import pytest
 from npa_infra.registry import credentials, reference
 from npa_infra.registry.client import RegistryClient
 from npa_infra.registry.models import LINUX_AMD64, CheckStatus, ImageRef
-from npa_infra.workflow.execution import adapters
 from npa_infra.workflow.planning import api
+from npa_infra.workflow.target.services import Services
 from preflight import images as preflight_images
 from preflight.images import ImagePreflightReport
 from preflight.targets import ImageTarget
@@ -285,9 +285,7 @@ def test_sdk_preflight_images_trusts_the_environments_registries(
     env = {"NPA_HOME": str(tmp_path), variable: f"{registry_plain.host}/public"}
 
     with _client(registry_plain) as client:
-        report = api.preflight_images(
-            spec, env=env, services=adapters.Services(registry=lambda: client)
-        )
+        report = api.preflight_images(spec, env=env, services=Services(registry=lambda *_: client))
 
     (row,) = report.rows
     expected = CheckStatus.PROBE_INCOMPATIBLE if trusted else CheckStatus.OK

@@ -22,9 +22,9 @@ from npa_infra.registry import credentials, reference
 from npa_infra.registry.classify import BASIC_DETAIL
 from npa_infra.registry.client import RegistryClient
 from npa_infra.registry.models import LINUX_AMD64, CheckStatus, ImageRef, ManifestCheck
-from npa_infra.workflow.execution import adapters
 from npa_infra.workflow.planning import api
 from npa_infra.workflow.submission import pipeline, submitflags
+from npa_infra.workflow.target.services import Services
 from preflight import images as preflight_images
 from preflight.targets import ImageTarget
 from tests.support.registry.faults import FaultProxy
@@ -483,7 +483,7 @@ def test_sdk_preflight_images_real_registry_rows_and_exit_code(
         report = api.preflight_images(
             spec_on,
             env={"NPA_HOME": str(tmp_path)},
-            services=adapters.Services(registry=lambda: client),
+            services=Services(registry=lambda *_: client),
         )
 
     rows = {r.image: r for r in report.rows}
@@ -511,7 +511,7 @@ def test_sdk_submit_plan_only_renders_the_resolved_digest(
             spec_on,
             options,
             env={"NPA_HOME": str(tmp_path / "home")},
-            services=adapters.Services(registry=lambda: client),
+            services=Services(registry=lambda *_: client),
         )
 
     assert isinstance(report, pipeline.SubmitReport)

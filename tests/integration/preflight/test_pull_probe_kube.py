@@ -26,10 +26,10 @@ from npa_infra.kube.probe import ProbeApi
 from npa_infra.registry import contract
 from npa_infra.registry.models import CheckStatus, ManifestCheck, ProbeCleanup, ProbeVerdict
 from npa_infra.testing.registry import FakeRegistry, fake_digest
-from npa_infra.workflow.execution import adapters
 from npa_infra.workflow.planning import api
 from npa_infra.workflow.submission import pipeline, submitflags
 from npa_infra.workflow.supervision import runner
+from npa_infra.workflow.target.services import Services
 from preflight import probe_pod, probe_runner
 from preflight.probe_paths import Placement, ProbePath
 from preflight.probe_runner import ProbeJob, Tools
@@ -431,7 +431,7 @@ def test_sdk_preflight_images_without_infra_unverified_no_cluster_call(
     cluster: FakeKube, spec: Path, tmp_path: Path
 ) -> None:
     report = api.preflight_images(
-        spec, env=_env(cluster, tmp_path), services=adapters.Services(registry=FakeRegistry)
+        spec, env=_env(cluster, tmp_path), services=Services(registry=lambda *_: FakeRegistry())
     )
 
     (row,) = report.rows
@@ -446,12 +446,12 @@ def test_sdk_preflight_images_probe_then_cache_hit_creates_no_pod(
     env = _env(cluster, tmp_path)
     kubelet = _any_probe_pod(cluster, _succeed)
     first = api.preflight_images(
-        spec, env=env, services=adapters.Services(registry=FakeRegistry), infra="k8s/fake-a"
+        spec, env=env, services=Services(registry=lambda *_: FakeRegistry()), infra="k8s/fake-a"
     )
     kubelet.join()
 
     second = api.preflight_images(
-        spec, env=env, services=adapters.Services(registry=FakeRegistry), infra="k8s/fake-a"
+        spec, env=env, services=Services(registry=lambda *_: FakeRegistry()), infra="k8s/fake-a"
     )
 
     (row1,), (row2,) = first.rows, second.rows
@@ -472,14 +472,14 @@ def test_sdk_preflight_images_other_service_account_misses_the_cache(
     env = _env(cluster, tmp_path)
     kubelet = _any_probe_pod(cluster, _succeed)
     api.preflight_images(
-        spec, env=env, services=adapters.Services(registry=FakeRegistry), infra="k8s/fake-a"
+        spec, env=env, services=Services(registry=lambda *_: FakeRegistry()), infra="k8s/fake-a"
     )
     kubelet.join()
     cluster.add_service_account(NS, SA, image_pull_secrets=["rotated"])  # the SA changed
 
     kubelet = _any_probe_pod(cluster, _succeed)
     again = api.preflight_images(
-        spec, env=env, services=adapters.Services(registry=FakeRegistry), infra="k8s/fake-a"
+        spec, env=env, services=Services(registry=lambda *_: FakeRegistry()), infra="k8s/fake-a"
     )
     kubelet.join()
 
@@ -504,7 +504,7 @@ def test_sdk_submit_cleanup_failure_blocks_the_launch_and_leaves_the_pod(
             spec,
             options,
             env=_env(cluster, tmp_path),
-            services=adapters.Services(registry=FakeRegistry),
+            services=Services(registry=lambda *_: FakeRegistry()),
         )
     kubelet.join()
 
@@ -531,7 +531,7 @@ def test_sdk_submit_registry_failure_refuses_before_any_probe_pod(
             spec,
             options,
             env=_env(cluster, tmp_path),
-            services=adapters.Services(registry=lambda: registry),
+            services=Services(registry=lambda *_: registry),
         )
 
     assert cluster.calls("POST", "/pods$") == []

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from npa_infra.journal.store import Journal
-from npa_infra.workflow.execution import adapters, liverun
+from npa_infra.workflow.execution import liverun
 from npa_infra.workflow.submission import pipeline
 from npa_infra.workflow.supervision import runner
+from npa_infra.workflow.target.services import Services, StoreFactory
 from tests.integration.runs.world import World
 
 __all__ = ["events", "run", "settings", "single_wave_spec"]
@@ -63,7 +64,7 @@ def settings(**extra: Any) -> Iterator[None]:
     def execute(
         request: liverun.LiveRequest,
         env: Mapping[str, str],
-        services: adapters.Services | None = None,
+        services: Services | None = None,
     ) -> liverun.LiveResult:
         request = dataclasses.replace(request, extra={**request.extra, **extra})
         return original(request, env, services)
@@ -80,11 +81,15 @@ def run(
     spec: Path,
     *,
     progress: Callable[[str], None] | None = None,
-    store: Callable[[], Any] | None = None,
+    store: StoreFactory | None = None,
     **options: Any,
 ) -> liverun.LiveResult:
     """``submit`` through the world, with a progress callback and an object store when given."""
-    services = dataclasses.replace(world.services(), progress=progress, store=store)
+    services = world.services()
+    if progress is not None:
+        services = dataclasses.replace(services, progress=progress)
+    if store is not None:
+        services = dataclasses.replace(services, store=store)
     result = pipeline.submit(spec, world.options(**options), env=world.env, services=services)
     assert isinstance(result, liverun.LiveResult)
     return result

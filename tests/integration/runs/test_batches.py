@@ -89,7 +89,10 @@ def test_runtime_wide_group_existing_outputs_still_launches_every_batch(
     rendered = _rendered(world, spec, "fan-2")
 
     result = supervised.run(
-        world, spec, run_id="fan-2", store=lambda: BotoStore.create(s3_server.endpoint_url)
+        world,
+        spec,
+        run_id="fan-2",
+        store=lambda _endpoint: BotoStore.create(s3_server.endpoint_url),
     )
 
     assert _launched(world) == rendered

@@ -41,7 +41,7 @@ def _submit(
 ) -> LiveResult:
     spec = supervised.single_wave_spec(tmp_path / "spec", params=params)
     return supervised.run(
-        world, spec, store=lambda: BotoStore.create(s3.endpoint_url), run_id=run_id, **kw
+        world, spec, store=lambda _endpoint: BotoStore.create(s3.endpoint_url), run_id=run_id, **kw
     )
 
 

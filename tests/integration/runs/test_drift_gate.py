@@ -20,9 +20,10 @@ from typer.testing import CliRunner
 
 from npa_infra.cli.main import app
 from npa_infra.errors import SkyPilotDriftError
-from npa_infra.workflow.execution import adapters, liverun
+from npa_infra.workflow.execution import liverun
 from npa_infra.workflow.operations import cancellation, runstatus
 from npa_infra.workflow.submission import pipeline
+from npa_infra.workflow.target.services import Services
 from tests.integration.runs.world import ROOT, SIM_PORT, World
 from tests.support import skyvenv
 
@@ -44,9 +45,9 @@ class Venv:
         }
 
 
-def _services(world: World) -> adapters.Services:
+def _services(world: World) -> Services:
     """The world's clock and state directory, with the real SkyCli over the resolved binary."""
-    return adapters.Services(clock=world.clock.clock(), isolated_dir=world.isolated.root)
+    return Services(clock=world.clock.clock(), isolated_dir=world.isolated.root)
 
 
 def _venv(world: World, versions: dict[str, str | None]) -> Venv:

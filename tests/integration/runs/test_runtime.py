@@ -38,7 +38,7 @@ def _submit(world: World, s3: MotoS3, run_id: str | None, **kw: object) -> LiveR
         RUNTIME,
         options,
         env=world.env,
-        services=replace(services, store=lambda: BotoStore.create(s3.endpoint_url)),
+        services=replace(services, store=lambda _endpoint: BotoStore.create(s3.endpoint_url)),
     )
     assert isinstance(result, LiveResult)
     return result

@@ -17,10 +17,10 @@ from typing import Any
 from npa_infra.skypilot.isolation import IsolatedDir
 from npa_infra.skypilot.runner import Runner
 from npa_infra.skypilot.skycli import SkyCli
-from npa_infra.workflow.execution import adapters, liverun
-from npa_infra.workflow.execution.launcher import Clock
+from npa_infra.workflow.execution import liverun
 from npa_infra.workflow.operations import cancellation, runstatus
 from npa_infra.workflow.submission import pipeline, submitflags
+from npa_infra.workflow.target.services import Clock, Services
 from tests.support.fakekube import FakeKube
 from tests.support.skysim import harness
 from tests.support.skysim.kubepods import kube_env
@@ -74,11 +74,11 @@ class World:
     def faults(self, *rules: dict[str, Any]) -> None:
         harness.write_faults(Path(self.env["SKYSIM_FAULTS"]), list(rules))
 
-    def services(self) -> adapters.Services:
-        def sky(isolated: IsolatedDir, env: Mapping[str, str]) -> SkyCli:
+    def services(self) -> Services:
+        def sky(isolated: IsolatedDir, env: Mapping[str, str], _sky_bin: str | None) -> SkyCli:
             return SkyCli(self.sky_bin, isolated, env, runner=self.runner, check_ports=False)
 
-        return adapters.Services(sky=sky, clock=self.clock.clock(), isolated_dir=self.isolated.root)
+        return Services(sky=sky, clock=self.clock.clock(), isolated_dir=self.isolated.root)
 
     def options(self, **overrides: Any) -> submitflags.SubmitOptions:
         values: dict[str, Any] = {

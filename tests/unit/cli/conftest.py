@@ -1,9 +1,12 @@
-"""CLI tests never reach a real registry or cluster: image preflight answers from fakes.
+"""CLI tests never reach a real registry or cluster: they inject ``Services``.
 
-Every image is ``ok`` unless a test puts an answer in ``fake_registry.answers``;
-``fake_registry.opened_with`` records how the command asked for the client.
-The in-cluster pull probe runs against ``fake_prober`` (``FakePodProber``),
-whose probe pods succeed unless a test sets its ``kubelet``.
+``cli_services`` is what each test file's ``npa`` runner passes as the root
+context's object (``CliRunner.invoke(app, args, obj=…)``), exactly as an
+embedding caller would: the registry is ``fake_registry`` (every image ``ok``
+unless a test puts an answer in ``fake_registry.answers``; ``opened_with``
+records how the command asked for the client) and the in-cluster pull probe
+runs against ``fake_prober`` (``FakePodProber``), whose probe pods succeed
+unless a test sets its ``kubelet``.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import pytest
 
 from npa_infra.testing.kube import FakePodProber
 from npa_infra.testing.registry import FakeRegistry
-from npa_infra.workflow.planning import imagecheck, pullcheck
+from npa_infra.workflow.target.services import Services
 
 
 class CliFakeRegistry(FakeRegistry):
@@ -22,19 +25,17 @@ class CliFakeRegistry(FakeRegistry):
         super().__init__()
         self.opened_with: list[dict[str, object]] = []
 
-
-@pytest.fixture(autouse=True)
-def fake_registry(monkeypatch: pytest.MonkeyPatch) -> CliFakeRegistry:
-    fake = CliFakeRegistry()
-
-    def open_client(
-        env: Mapping[str, str], *, stack: str | None = None, insecure_hosts: Sequence[str] = ()
+    def open(
+        self, env: Mapping[str, str], stack: str | None, insecure_hosts: Sequence[str]
     ) -> FakeRegistry:
-        fake.opened_with.append({"stack": stack, "insecure_hosts": list(insecure_hosts)})
-        return fake
+        """The ``Services.registry`` factory: records how it was asked, answers with itself."""
+        self.opened_with.append({"stack": stack, "insecure_hosts": list(insecure_hosts)})
+        return self
 
-    monkeypatch.setattr(imagecheck, "open_client", open_client)
-    return fake
+
+@pytest.fixture
+def fake_registry() -> CliFakeRegistry:
+    return CliFakeRegistry()
 
 
 class CliFakeProber(FakePodProber):
@@ -44,15 +45,18 @@ class CliFakeProber(FakePodProber):
         super().__init__("ctx")
         self.opened: list[str] = []
 
+    def open(self, context: str, env: Mapping[str, str]) -> FakePodProber:
+        """The ``Services.prober`` factory: records the context asked for."""
+        self.opened.append(context)
+        return self
 
-@pytest.fixture(autouse=True)
-def fake_prober(monkeypatch: pytest.MonkeyPatch) -> CliFakeProber:
-    """``pullcheck.open_prober`` answers with this fake; ``opened`` records the contexts asked for."""
-    fake = CliFakeProber()
 
-    def open_prober(context: str, env: Mapping[str, str]) -> FakePodProber:
-        fake.opened.append(context)
-        return fake
+@pytest.fixture
+def fake_prober() -> CliFakeProber:
+    return CliFakeProber()
 
-    monkeypatch.setattr(pullcheck, "open_prober", open_prober)
-    return fake
+
+@pytest.fixture
+def cli_services(fake_registry: CliFakeRegistry, fake_prober: CliFakeProber) -> Services:
+    """The real adapters, except the registry and the pull probe's cluster."""
+    return Services(registry=fake_registry.open, prober=fake_prober.open)

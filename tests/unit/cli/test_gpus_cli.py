@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from npa_infra.cli.main import app
 from npa_infra.kube.base import KubeCluster
 from npa_infra.kube.models import KubeErrorKind, Taint
-from npa_infra.workflow.execution import adapters
+from npa_infra.workflow.target.services import Services
 from tests.support.fakecluster import FakeCluster, gpu_node, kube_error
 
 GFD = "nvidia.com/gpu.product"
@@ -126,7 +126,7 @@ def npa(request: pytest.FixtureRequest) -> Invoke:
     """The CLI; with the ``cluster`` fixture it is injected, else the real kubeconfig is read."""
     runner = CliRunner()
     given = (
-        adapters.Services(gpu_cluster=request.getfixturevalue("cluster"))
+        Services(gpu_cluster=request.getfixturevalue("cluster"))
         if "cluster" in request.fixturenames
         else None
     )

@@ -7,10 +7,11 @@ stderr are asserted (style.md rule 18).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 import yaml
@@ -22,7 +23,7 @@ from npa_infra.cli.main import app
 from npa_infra.registry.models import CheckStatus, ManifestCheck
 from npa_infra.testing import kube as fakekube
 from npa_infra.testing.registry import FakeRegistry, fake_digest
-from npa_infra.workflow.supervision import runner
+from npa_infra.workflow.target.services import Services
 from tests.unit.cli.conftest import CliFakeProber
 
 REPO = Path(__file__).resolve().parents[3]
@@ -58,12 +59,15 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def npa() -> Invoke:
+def npa(cli_services: Services) -> Invoke:
     runner = CliRunner()
 
-    def invoke(*args: object) -> Result:
+    def invoke(*args: object, services: Services | None = None) -> Result:
         return runner.invoke(
-            app, ["workbench", "workflow", *map(str, args)], catch_exceptions=False
+            app,
+            ["workbench", "workflow", *map(str, args)],
+            obj=services or cli_services,
+            catch_exceptions=False,
         )
 
     return invoke
@@ -289,14 +293,13 @@ def test_submit_plan_only_no_preflight_images_skipped_tags_kept(
 def test_submit_live_failing_image_refused_before_launch_exit_1(
     npa: Invoke,
     fake_registry: FakeRegistry,
-    monkeypatch: pytest.MonkeyPatch,
+    cli_services: Services,
     status: CheckStatus,
     json_out: bool,
 ) -> None:
-    def never(*args: object, **kwargs: object) -> None:
-        raise AssertionError("runner.execute must not run after a failed preflight")
+    def never(*args: object) -> NoReturn:
+        raise AssertionError("no SkyPilot or cluster may be opened after a failed preflight")
 
-    monkeypatch.setattr(runner, "execute", never)
     fake_registry.answers[VIEWER] = ManifestCheck(status, "why", "what next", 404)
 
     result = npa(
@@ -309,6 +312,7 @@ def test_submit_live_failing_image_refused_before_launch_exit_1(
         "--infra",
         "k8s/ctx",
         *(["--json"] if json_out else []),
+        services=dataclasses.replace(cli_services, sky=never, cluster=never),
     )
 
     assert result.exit_code == 1
@@ -383,12 +387,11 @@ def test_preflight_images_infra_not_kubernetes_usage_error(npa: Invoke) -> None:
 
 
 def test_submit_live_probe_incompatible_refused_before_launch_exit_1(
-    npa: Invoke, fake_prober: CliFakeProber, monkeypatch: pytest.MonkeyPatch
+    npa: Invoke, fake_prober: CliFakeProber, cli_services: Services
 ) -> None:
-    def never(*args: object, **kwargs: object) -> None:
-        raise AssertionError("runner.execute must not run after a failed pull probe")
+    def never(*args: object) -> NoReturn:
+        raise AssertionError("no SkyPilot or cluster may be opened after a failed pull probe")
 
-    monkeypatch.setattr(runner, "execute", never)
     fake_prober.kubelet = fakekube.fail(1, "npa-probe: sshd is missing")
 
     result = npa(
@@ -400,6 +403,7 @@ def test_submit_live_probe_incompatible_refused_before_launch_exit_1(
         "probe-1",
         *INFRA,
         "--json",
+        services=dataclasses.replace(cli_services, sky=never, cluster=never),
     )
 
     assert result.exit_code == 1

@@ -23,7 +23,7 @@ from npa_infra.journal.store import Journal
 from npa_infra.kube.base import KubeCluster
 from npa_infra.projects import store
 from npa_infra.projects.models import Project
-from npa_infra.workflow.execution.adapters import Services
+from npa_infra.workflow.target.services import Services
 from tests.support.fakecluster import FakeCluster, gpu_node
 
 REPO = Path(__file__).resolve().parents[3]

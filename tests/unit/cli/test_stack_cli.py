@@ -1,12 +1,14 @@
 """``npa stack …`` through the real typer app (cli.md §0, §6).
 
-The engine is the real ``StackRunner`` over a ``ReplayPulumiCommand`` (the
-SDK's engine factory is replaced); ``PATH`` holds a stand-in ``pulumi`` so the
+The engine is the real ``StackRunner`` over a ``ReplayPulumiCommand``, injected as
+``Services.stack_engine`` in the root context (as an embedding caller would);
+``PATH`` holds a stand-in ``pulumi`` so the
 binary check passes, or not, as each test needs.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -16,9 +18,9 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 from npa_infra.cli.main import app
-from npa_infra.stack import api
 from npa_infra.stack.runner import RunnerSettings, StackRunner
 from npa_infra.testing.pulumi import Replay, ReplayPulumiCommand, load_events
+from npa_infra.workflow.target.services import Services
 from tests.support.stackjournal import journal_run
 
 REPO = Path(__file__).resolve().parents[3]
@@ -60,7 +62,13 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def engine(monkeypatch: pytest.MonkeyPatch) -> Callable[[Scripts], list[ReplayPulumiCommand]]:
+def given() -> list[Services]:
+    """The services the next ``npa`` call runs with (the real ones until ``engine`` scripts one)."""
+    return [Services()]
+
+
+@pytest.fixture
+def engine(given: list[Services]) -> Callable[[Scripts], list[ReplayPulumiCommand]]:
     def script(scripts: Scripts) -> list[ReplayPulumiCommand]:
         made: list[ReplayPulumiCommand] = []
 
@@ -69,18 +77,18 @@ def engine(monkeypatch: pytest.MonkeyPatch) -> Callable[[Scripts], list[ReplayPu
             made.append(command)
             return StackRunner(settings, command=command)
 
-        monkeypatch.setattr(api, "_engine_factory", factory)
+        given[0] = dataclasses.replace(given[0], stack_engine=factory)
         return made
 
     return script
 
 
 @pytest.fixture
-def npa(project: Path) -> Invoke:
+def npa(project: Path, given: list[Services]) -> Invoke:
     runner = CliRunner()
 
     def invoke(*args: object) -> Result:
-        return runner.invoke(app, ["stack", *map(str, args)], catch_exceptions=False)
+        return runner.invoke(app, ["stack", *map(str, args)], obj=given[0], catch_exceptions=False)
 
     return invoke
 

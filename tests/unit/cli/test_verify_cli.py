@@ -1,8 +1,8 @@
 """``npa skypilot verify`` through the real typer app (cli.md §2.3).
 
-The cluster is a ``FakeCluster`` installed as ``verify.open_cluster``; the
-clock is a ``FakeClock`` installed as ``verify.monotonic``/``sleep_for`` so
-the 10-second readiness window passes without sleeping; the SkyPilot venv is
+The cluster is a ``FakeCluster`` and the clock a ``FakeClock``, injected as
+``Services.cluster`` and ``Services.clock`` in the root context, so the
+10-second readiness window passes without sleeping; the SkyPilot venv is
 a stand-in of two shell scripts, so the real version gate runs.
 """
 
@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 from npa_infra.cli.main import app
 from npa_infra.kube.models import KubeErrorKind
 from npa_infra.skypilot import port, status, verify
+from npa_infra.workflow.target.services import Clock, Services
 from tests.support.fakecluster import FakeClock, FakeCluster, kube_error
 
 CTX = "nebius-prod"
@@ -83,14 +84,20 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def cluster(monkeypatch: pytest.MonkeyPatch) -> FakeCluster:
+def given() -> list[Services]:
+    """The services the next ``npa`` call runs with (the real ones unless ``cluster`` is used)."""
+    return [Services()]
+
+
+@pytest.fixture
+def cluster(given: list[Services]) -> FakeCluster:
     fake = FakeCluster(
         CTX, namespaces={"team"}, service_accounts={("team", "skypilot-service-account")}
     )
     clock = FakeClock()
-    monkeypatch.setattr(verify, "open_cluster", lambda _path, _ctx: fake)
-    monkeypatch.setattr(verify, "monotonic", clock)
-    monkeypatch.setattr(verify, "sleep_for", clock.sleep)
+    given[0] = Services(
+        cluster=lambda _path, _ctx: fake, clock=Clock(clock, clock.sleep, lambda: 0.5)
+    )
     return fake
 
 
@@ -100,11 +107,13 @@ def sky(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def npa() -> Invoke:
+def npa(given: list[Services]) -> Invoke:
     runner = CliRunner()
 
     def invoke(*args: object) -> Result:
-        return runner.invoke(app, ["skypilot", *map(str, args)], catch_exceptions=False)
+        return runner.invoke(
+            app, ["skypilot", *map(str, args)], obj=given[0], catch_exceptions=False
+        )
 
     return invoke
 

@@ -20,6 +20,7 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 from npa_infra.cli.main import app
+from npa_infra.workflow.target.services import Services
 
 REPO = Path(__file__).resolve().parents[3]
 TESTING = REPO / "workflows" / "testing"
@@ -115,12 +116,15 @@ Invoke = Callable[..., Result]
 
 
 @pytest.fixture
-def npa() -> Invoke:
+def npa(cli_services: Services) -> Invoke:
     runner = CliRunner()
 
     def invoke(*args: object) -> Result:
         return runner.invoke(
-            app, ["workbench", "workflow", *map(str, args)], catch_exceptions=False
+            app,
+            ["workbench", "workflow", *map(str, args)],
+            obj=cli_services,
+            catch_exceptions=False,
         )
 
     return invoke

@@ -13,6 +13,8 @@ from npa_infra.kube.base import KubeCluster
 from npa_infra.kube.models import KubeErrorKind
 from npa_infra.plan.model import Plan, PlanStep
 from npa_infra.workflow.planning import accelerators
+from npa_infra.workflow.target import services
+from npa_infra.workflow.target.services import Services
 from tests.support.fakecluster import FakeCluster, gpu_node, kube_error
 
 GFD = "nvidia.com/gpu.product"
@@ -58,7 +60,7 @@ def test_resolve_for_plan_remaps_and_rewrites_profiles() -> None:
     plan = _plan(_step("train", "RTXPRO6000:1"), _step("eval", {"RTX6000": 1}))
 
     out = accelerators.resolve_for_plan(
-        plan, infra="k8s/nebius-prod", enabled=True, env={}, cluster_factory=factory
+        plan, infra="k8s/nebius-prod", enabled=True, env={}, services=Services(gpu_cluster=factory)
     )
 
     assert out.status == "resolved"
@@ -106,7 +108,7 @@ def test_resolve_for_plan_skip_conditions_no_cluster_contacted(
     plan = _plan(_step("train", "RTXPRO6000:1"))
 
     out = accelerators.resolve_for_plan(
-        plan, infra=infra, enabled=enabled, env=env, cluster_factory=factory
+        plan, infra=infra, enabled=enabled, env=env, services=Services(gpu_cluster=factory)
     )
 
     assert (out.status, out.plan) == ("skipped", plan)
@@ -119,7 +121,7 @@ def test_resolve_for_plan_no_gpu_step_no_cluster_contacted() -> None:
     plan = _plan(_step("vm", "RTXPRO6000:1", cloud="nebius"))
 
     out = accelerators.resolve_for_plan(
-        plan, infra="k8s/nebius-prod", enabled=True, env={}, cluster_factory=factory
+        plan, infra="k8s/nebius-prod", enabled=True, env={}, services=Services(gpu_cluster=factory)
     )
 
     assert (out.status, out.reason) == ("skipped", "no Kubernetes GPU step")
@@ -132,7 +134,11 @@ def test_resolve_for_plan_exceeds_per_node_preflight_error_names_quantity() -> N
 
     with pytest.raises(PreflightError) as caught:
         accelerators.resolve_for_plan(
-            plan, infra="k8s/nebius-prod", enabled=True, env={}, cluster_factory=factory
+            plan,
+            infra="k8s/nebius-prod",
+            enabled=True,
+            env={},
+            services=Services(gpu_cluster=factory),
         )
 
     err = caught.value
@@ -150,7 +156,11 @@ def test_resolve_for_plan_several_failures_all_named() -> None:
 
     with pytest.raises(PreflightError) as caught:
         accelerators.resolve_for_plan(
-            plan, infra="k8s/nebius-prod", enabled=True, env={}, cluster_factory=factory
+            plan,
+            infra="k8s/nebius-prod",
+            enabled=True,
+            env={},
+            services=Services(gpu_cluster=factory),
         )
 
     assert "2 GPU requests cannot run on context 'nebius-prod'" in caught.value.message
@@ -168,7 +178,7 @@ def test_resolve_for_plan_node_listing_failure_kube_error_propagates() -> None:
             infra="k8s/nebius-prod",
             enabled=True,
             env={},
-            cluster_factory=Factory(cluster),
+            services=Services(gpu_cluster=Factory(cluster)),
         )
     assert cluster.closed
 
@@ -183,7 +193,10 @@ def test_gpus_spec_steps_verdicts(tmp_path: Path) -> None:
     )
 
     report = accelerators.gpus(
-        "nebius-prod", spec_path=spec, env={}, cluster_factory=Factory(_race_cluster())
+        "nebius-prod",
+        spec_path=spec,
+        env={},
+        services=Services(gpu_cluster=Factory(_race_cluster())),
     )
 
     assert report.exit_code == 0
@@ -198,11 +211,13 @@ def test_gpus_invalid_spec_checked_before_cluster(tmp_path: Path) -> None:
     factory = Factory(_race_cluster())
 
     with pytest.raises(SpecError):
-        accelerators.gpus("nebius-prod", spec_path=spec, env={}, cluster_factory=factory)
+        accelerators.gpus(
+            "nebius-prod", spec_path=spec, env={}, services=Services(gpu_cluster=factory)
+        )
     assert factory.asked == []
 
 
-def test_open_cluster_unknown_context_lists_existing(tmp_path: Path) -> None:
+def test_open_gpu_cluster_unknown_context_lists_existing(tmp_path: Path) -> None:
     config = tmp_path / "config"
     config.write_text(
         "apiVersion: v1\nkind: Config\ncontexts:\n"
@@ -212,7 +227,7 @@ def test_open_cluster_unknown_context_lists_existing(tmp_path: Path) -> None:
     )
 
     with pytest.raises(KubeError) as caught:
-        accelerators.open_cluster("gamma", {"KUBECONFIG": str(config)})
+        services.open_gpu_cluster("gamma", {"KUBECONFIG": str(config)})
 
     assert caught.value.exit_code == 1
     assert "alpha, beta" in caught.value.message

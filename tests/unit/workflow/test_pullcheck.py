@@ -12,11 +12,11 @@ from npa_infra.kube.models import KubeErrorKind
 from npa_infra.testing import kube as fakes
 from npa_infra.testing.kube import FakePodProber
 from npa_infra.testing.registry import FakeRegistry
-from npa_infra.workflow.execution import adapters
 from npa_infra.workflow.planning import pullcheck
 from npa_infra.workflow.submission import pipeline, submitflags
 from npa_infra.workflow.supervision import runner
 from npa_infra.workflow.target import stackbinding
+from npa_infra.workflow.target.services import Services
 from npa_infra.workflow.target.stackfile import StackSettings
 
 REPO = Path(__file__).resolve().parents[3]
@@ -88,7 +88,7 @@ def test_submit_live_uses_the_global_pull_secret_of_the_generated_config(
         LOOP_DECISION,
         _options(tmp_path, infra=None, stack="dev"),
         env={"NPA_HOME": str(tmp_path / "home")},
-        services=adapters.Services(registry=FakeRegistry, prober=lambda context: fake),
+        services=Services(registry=lambda *_: FakeRegistry(), prober=lambda context, env: fake),
     )
 
     assert result == "launched"
@@ -110,7 +110,7 @@ def test_submit_live_probe_cleanup_failure_blocks_the_launch(
             LOOP_DECISION,
             _options(tmp_path),
             env={"NPA_HOME": str(tmp_path / "home")},
-            services=adapters.Services(registry=FakeRegistry, prober=lambda context: fake),
+            services=Services(registry=lambda *_: FakeRegistry(), prober=lambda context, env: fake),
         )
 
     assert launched == []
@@ -124,14 +124,14 @@ def test_submit_no_preflight_images_never_probes(
 ) -> None:
     monkeypatch.setattr(runner, "execute", lambda *a, **k: "launched")
 
-    def never(context: str) -> FakePodProber:
+    def never(context: str, env: object) -> FakePodProber:
         raise AssertionError("--no-preflight-images skips the pull probe")
 
     result = pipeline.submit(
         LOOP_DECISION,
         _options(tmp_path, preflight_images=False),
         env={"NPA_HOME": str(tmp_path / "home")},
-        services=adapters.Services(prober=never),
+        services=Services(prober=never),
     )
 
     assert result == "launched"

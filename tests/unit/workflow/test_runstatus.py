@@ -15,9 +15,8 @@ import pytest
 
 from npa_infra.journal.records import AttemptRow, RunRow, WaveRow
 from npa_infra.journal.store import Journal
-from npa_infra.workflow.execution import adapters
-from npa_infra.workflow.execution.launcher import Clock
 from npa_infra.workflow.operations import runstatus
+from npa_infra.workflow.target.services import Clock, Services
 
 RUN = "rs-1"
 
@@ -125,8 +124,8 @@ class _FinishingClock:
             journal.update_run(RUN, status="SUCCEEDED", now=3.0)
             journal.close()
 
-    def services(self) -> adapters.Services:
-        return adapters.Services(clock=Clock(lambda: 0.0, self.sleep, lambda: 0.5))
+    def services(self) -> Services:
+        return Services(clock=Clock(lambda: 0.0, self.sleep, lambda: 0.5))
 
 
 def test_refreshes_in_progress_until_terminal_sleeps_interval_on_the_injected_clock(

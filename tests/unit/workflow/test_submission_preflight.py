@@ -12,10 +12,11 @@ from npa_infra.errors import PreflightError
 from npa_infra.registry.models import CheckStatus, ManifestCheck
 from npa_infra.testing.kube import FakePodProber
 from npa_infra.testing.registry import FakeRegistry, fake_digest
-from npa_infra.workflow.execution import adapters, liverun
+from npa_infra.workflow.execution import liverun
 from npa_infra.workflow.planning.fingerprint import plan_fingerprint, run_fingerprint
 from npa_infra.workflow.submission import pipeline, submitflags
 from npa_infra.workflow.supervision import runner
+from npa_infra.workflow.target.services import Services
 
 REPO = Path(__file__).resolve().parents[3]
 LOOP_DECISION = REPO / "workflows" / "testing" / "loop-decision.yaml"
@@ -47,7 +48,7 @@ def _options(tmp_path: Path, **overrides: Any) -> submitflags.SubmitOptions:
     return submitflags.SubmitOptions(**values)
 
 
-def _prober(context: str) -> FakePodProber:
+def _prober(context: str, env: object) -> FakePodProber:
     """A cluster whose probe pods succeed: every image pulls in-cluster."""
     return FakePodProber(context)
 
@@ -65,7 +66,7 @@ def test_submit_live_checks_every_branch_then_launches_pinned_jobs(
         LOOP_DECISION,
         _options(tmp_path),
         env=_env(tmp_path),
-        services=adapters.Services(registry=lambda: fake, prober=_prober),
+        services=Services(registry=lambda *_: fake, prober=_prober),
     )
 
     assert result == "launched"
@@ -77,7 +78,7 @@ def test_submit_live_checks_every_branch_then_launches_pinned_jobs(
     assert pinned in text
     assert request.extra["image_preflight"]["decision"] == "passed"
     assert request.extra["image_preflight"]["pins"][WORKBENCH] == pinned
-    assert not fake.closed  # an injected client belongs to the caller
+    assert fake.closed  # the caller of the factory closes what it returned
 
 
 def test_submit_live_fingerprint_folds_pins_and_is_stable(
@@ -88,7 +89,7 @@ def test_submit_live_fingerprint_folds_pins_and_is_stable(
             LOOP_DECISION,
             _options(tmp_path),
             env=_env(tmp_path),
-            services=adapters.Services(registry=FakeRegistry, prober=_prober),
+            services=Services(registry=lambda *_: FakeRegistry(), prober=_prober),
         )
 
     first, second = captured
@@ -97,7 +98,7 @@ def test_submit_live_fingerprint_folds_pins_and_is_stable(
         LOOP_DECISION,
         _options(tmp_path, plan_only=True),
         env=_env(tmp_path),
-        services=adapters.Services(registry=FakeRegistry, prober=_prober),
+        services=Services(registry=lambda *_: FakeRegistry(), prober=_prober),
     )
     assert isinstance(report, pipeline.SubmitReport) and report.plan is not None
     assert first.fingerprint != plan_fingerprint(report.plan)
@@ -115,7 +116,7 @@ def test_submit_live_refused_before_execute_with_rows(
             LOOP_DECISION,
             _options(tmp_path),
             env=_env(tmp_path),
-            services=adapters.Services(registry=lambda: fake, prober=_prober),
+            services=Services(registry=lambda *_: fake, prober=_prober),
         )
 
     assert captured == []
@@ -134,7 +135,7 @@ def test_submit_live_no_preflight_images_launches_tags_unchecked(
         LOOP_DECISION,
         _options(tmp_path, preflight_images=False),
         env=_env(tmp_path),
-        services=adapters.Services(registry=lambda: fake, prober=_prober),
+        services=Services(registry=lambda *_: fake, prober=_prober),
     )
 
     assert fake.calls == []
@@ -151,7 +152,7 @@ def test_submit_runtime_replan_renders_pins(
         LOOP_DECISION,
         _options(tmp_path, runtime=True, assume_decision=""),
         env=_env(tmp_path),
-        services=adapters.Services(registry=FakeRegistry, prober=_prober),
+        services=Services(registry=lambda *_: FakeRegistry(), prober=_prober),
     )
 
     (request,) = captured
@@ -168,7 +169,7 @@ def test_submit_raw_task_preflight_skipped(tmp_path: Path) -> None:
         raw,
         _options(tmp_path, plan_only=True, variables={"MESSAGE": "hi"}),
         env=_env(tmp_path),
-        services=adapters.Services(registry=lambda: fake, prober=_prober),
+        services=Services(registry=lambda *_: fake, prober=_prober),
     )
 
     assert isinstance(report, pipeline.SubmitReport)
