@@ -79,6 +79,7 @@ __all__ = [
     "hex_texts",
     "image_id_texts",
     "image_reference_texts",
+    "leftover_scopes",
     "missing_sequences",
     "mutated_spec_bytes",
     "mutated_spec_texts",
@@ -1351,6 +1352,20 @@ def leftover_worlds(draw: st.DrawFn) -> dict[str, Any]:
         "states": draw(st.lists(observed, max_size=2, unique_by=lambda s: s.path)),
         "bootstrap_locked": draw(st.booleans()),
     }
+
+
+@st.composite
+def leftover_scopes(draw: st.DrawFn) -> Any:
+    """A selection's ``runs.leftovers.Scope`` over ``leftover_worlds``' directories and runs:
+    some state directories, its runs, and other selections' runs (disjoint from its own)."""
+    from npa_infra.runs import leftovers
+
+    mine = draw(st.frozensets(st.sampled_from(_RUN_IDS)))
+    return leftovers.Scope(
+        draw(st.frozensets(st.sampled_from(_STATE_DIRS))),
+        mine,
+        draw(st.frozensets(st.sampled_from(_RUN_IDS))) - mine,
+    )
 
 
 _DRAIN_NAMESPACES = ("team-a", "team-b", "kube-system")

@@ -1,8 +1,9 @@
-"""``npa cleanup [--yes] [--json]``: what a teardown left behind, and the local caches' removal.
+"""``npa cleanup [-s NAME | -p ALIAS] [--yes] [--json]``: what a teardown left behind.
 
 The command parses, calls ``workflow.operations.leftovers.cleanup``, renders and
 exits with the report's code (0 report or clean, 1 when something asked could
-not be done). Without ``--yes`` nothing changes.
+not be done). Without ``--yes`` nothing changes. ``-s``/``-p`` scope the report
+and ``--yes`` to that selection; an unknown one is refused (exit 1).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from npa_infra.cli import output
+from npa_infra.cli import output, selection
 
 if TYPE_CHECKING:
     from npa_infra.workflow.operations.cleanupreport import CleanupReport
@@ -22,16 +23,20 @@ __all__ = ["cleanup_cmd"]
 
 def cleanup_cmd(
     ctx: typer.Context,
+    stack: selection.StackOpt = None,
+    project: selection.ProjectOpt = None,
     yes: Annotated[
         bool, typer.Option("--yes", help="Remove the local caches no live run needs.")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
-    """Report teardown leftovers and the runbook; --yes removes local caches only."""
+    """Report teardown leftovers and the runbook; --yes removes local caches only.
+    With -s/-p, only that stack's or project's part."""
     import os
 
     from npa_infra.cli import services
     from npa_infra.errors import NpaError
+    from npa_infra.projects.models import Origin
     from npa_infra.stack import config as stack_config
     from npa_infra.workflow.operations import leftovers
 
@@ -39,9 +44,15 @@ def cleanup_cmd(
         root: Path | None = stack_config.find_project_root(Path.cwd())
     except NpaError:
         root = None  # no project here: no stack files to report
+    chosen = selection.select(stack, project, as_json=as_json, root=root)
+    scope = chosen if chosen.origin is not Origin.NONE else None
     try:
         report = leftovers.cleanup(
-            env=os.environ, yes=yes, project_root=root, services=services.build(ctx.obj)
+            env=os.environ,
+            yes=yes,
+            project_root=root,
+            services=services.build(ctx.obj),
+            scope=scope,
         )
     except NpaError as exc:
         output.fail(exc, as_json=as_json)

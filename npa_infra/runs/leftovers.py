@@ -18,16 +18,26 @@ ordered chain of early returns; the first rule that holds wins:
    its ``user-id`` is the controller's identity, and deleting it would leave
    that controller, and any of its jobs, unmanaged (skypilot-0.12.md §7.2;
    unknown is not absent);
-5. the SkyPilot venv is kept while ``npa skypilot bootstrap`` holds its lock,
+5. under a selection (``-s/--stack``, ``-p/--project``), a cache every stack
+   shares (the venv, the probe and drift-gate caches) is kept: only the
+   selection's state directories were observed, and the venv serves the
+   others' ``cleanup-controller`` too (issue 16: other stacks' caches are not
+   removed);
+6. the SkyPilot venv is kept while ``npa skypilot bootstrap`` holds its lock,
    and while any state directory's controller is not proven gone: the
    runbook's ``cleanup-controller`` needs it;
-6. anything else may go.
+7. anything else may go.
 
 Which runs a cache serves: a per-run cache (rendered or task YAML) serves the
 runs of that id (task YAML only in its own state directory); a cache of a
 state directory (the directory itself, its tick files) serves every run of
 that directory, and every run whose directory is unknown; the venv serves
 every run. ``runbook`` is the ordered teardown the guide writes.
+
+Which caches a selection covers (``Scope``, ``covers``): a rendered YAML of
+one of its runs; a task YAML in one of its state directories whose run is not
+another selection's; a state directory of its own and its tick files; and
+the shared caches (rule 5 keeps them). ``plan`` decides only covered caches.
 """
 
 from __future__ import annotations
@@ -43,8 +53,10 @@ __all__ = [
     "Controller",
     "KeepReason",
     "RunObservation",
+    "Scope",
     "StateObservation",
     "Verdict",
+    "covers",
     "decide",
     "plan",
     "runbook",
@@ -63,6 +75,7 @@ class CacheKind(StrEnum):
 
 _PER_RUN = frozenset({CacheKind.RENDERED_YAML, CacheKind.TASK_YAML})
 _PER_STATE = frozenset({CacheKind.TICK_FILES, CacheKind.STATE_DIR})
+_SHARED = frozenset({CacheKind.PROBE_CACHE, CacheKind.GATE_CACHE, CacheKind.SKYPILOT_VENV})
 
 
 class Controller(StrEnum):
@@ -86,6 +99,7 @@ class KeepReason(StrEnum):
     STACK_CLAIMED = "stack_claimed"
     CONTROLLER_NOT_GONE = "controller_not_gone"
     BOOTSTRAP_RUNNING = "bootstrap_running"
+    SHARED = "shared"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +131,15 @@ class StateObservation:
 
 
 @dataclass(frozen=True, slots=True)
+class Scope:
+    """What one ``-s/--stack`` or ``-p/--project`` selection covers (the module docstring)."""
+
+    state_dirs: frozenset[str]  # its state directories
+    runs: frozenset[str]  # the journal's runs of the selection
+    foreign_runs: frozenset[str]  # the journal's runs of any other selection
+
+
+@dataclass(frozen=True, slots=True)
 class CacheDecision:
     cache: CacheObservation
     verdict: Verdict
@@ -137,6 +160,17 @@ def _serves(cache: CacheObservation, run: RunObservation) -> bool:
     if cache.kind in _PER_STATE:
         return run.state_dir is None or run.state_dir == cache.state_dir
     return cache.kind is CacheKind.SKYPILOT_VENV
+
+
+def covers(scope: Scope, cache: CacheObservation) -> bool:
+    """Whether ``cache`` is the selection's to list and judge (the module docstring)."""
+    if cache.kind is CacheKind.RENDERED_YAML:
+        return cache.run_id in scope.runs
+    if cache.kind is CacheKind.TASK_YAML:
+        return cache.state_dir in scope.state_dirs and cache.run_id not in scope.foreign_runs
+    if cache.kind in _PER_STATE:
+        return cache.state_dir in scope.state_dirs
+    return cache.kind in _SHARED
 
 
 def _ids(runs: Sequence[RunObservation]) -> tuple[str, ...]:
@@ -188,8 +222,12 @@ def decide(
     states: Sequence[StateObservation],
     *,
     bootstrap_locked: bool = False,
+    scoped: bool = False,
 ) -> CacheDecision:
-    """Remove or keep one cache, and why (the module docstring's rules, in order)."""
+    """Remove or keep one cache, and why (the module docstring's rules, in order).
+
+    ``scoped``: only one selection's state directories were observed (rule 5).
+    """
     served = [r for r in runs if _serves(cache, r)]
     inflight = [r for r in served if r.inflight]
     if inflight:  # rule 1: faults.md invariant 2, the launch may still act
@@ -215,7 +253,14 @@ def decide(
         kept = _state_rule(cache, by_path.get(cache.path))
         if kept is not None:
             return kept
-    if cache.kind is CacheKind.SKYPILOT_VENV:  # rule 5: cleanup-controller needs sky
+    if scoped and cache.kind in _SHARED:  # rule 5: issue 16, other stacks' caches stay
+        return _keep(
+            cache,
+            KeepReason.SHARED,
+            "every stack shares it and only the selection was observed: npa cleanup --yes "
+            "without -s/-p judges it against every state directory",
+        )
+    if cache.kind is CacheKind.SKYPILOT_VENV:  # rule 6: cleanup-controller needs sky
         if bootstrap_locked:
             return _keep(
                 cache, KeepReason.BOOTSTRAP_RUNNING, "npa skypilot bootstrap holds its lock"
@@ -228,7 +273,7 @@ def decide(
                 "the jobs controller of " + ", ".join(standing) + " is not proven gone, and "
                 "cleanup-controller needs this SkyPilot",
             )
-    return CacheDecision(cache, Verdict.REMOVE)  # rule 6
+    return CacheDecision(cache, Verdict.REMOVE)  # rule 7
 
 
 def plan(
@@ -237,17 +282,27 @@ def plan(
     states: Sequence[StateObservation],
     *,
     bootstrap_locked: bool = False,
+    scope: Scope | None = None,
 ) -> tuple[CacheDecision, ...]:
-    """One decision per cache, in the caches' order."""
-    return tuple(decide(c, runs, states, bootstrap_locked=bootstrap_locked) for c in caches)
+    """One decision per cache ``scope`` covers (every cache when None), in their order."""
+    chosen = [c for c in caches if scope is None or covers(scope, c)]
+    scoped = scope is not None
+    return tuple(
+        decide(c, runs, states, bootstrap_locked=bootstrap_locked, scoped=scoped) for c in chosen
+    )
 
 
-def runbook(live_runs: Sequence[str], stacks: Sequence[str]) -> list[str]:
+def runbook(live_runs: Sequence[str], stacks: Sequence[str], selector: str = "") -> list[str]:
     """The guide's teardown order: cancel each run, wait until terminal, then per stack
-    cleanup-controller and destroy, then ``npa cleanup --yes``."""
-    steps = [f"npa workbench workflow cancel {run} --json" for run in live_runs]
-    steps += [f"npa workbench workflow status {run} --watch --json" for run in live_runs]
+    cleanup-controller and destroy, then ``npa cleanup --yes``.
+
+    ``selector`` (``-s NAME`` or ``-p ALIAS``, '' for none) is the command's selection,
+    repeated on the run commands and the final cleanup.
+    """
+    given = f" {selector}" if selector else ""
+    steps = [f"npa workbench workflow cancel {run}{given} --json" for run in live_runs]
+    steps += [f"npa workbench workflow status {run}{given} --watch --json" for run in live_runs]
     steps += [f"npa skypilot cleanup-controller -s {stack} --yes" for stack in stacks]
     steps += [f"npa stack destroy -s {stack} --yes" for stack in stacks]
-    steps.append("npa cleanup --yes")
+    steps.append(f"npa cleanup{given} --yes")
     return steps

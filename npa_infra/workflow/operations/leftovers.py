@@ -22,6 +22,11 @@ removes what the decision allows:
 
 Nothing but the queue reads goes to SkyPilot, nothing to the cluster, and
 ``yes`` removes only the caches the decision marks ``remove``.
+
+With a ``scope`` (the command's ``-s/--stack`` or ``-p/--project``,
+``leftoverscope``) every run is still observed, but only the selection's caches,
+state directories (and their queues), entries, resources and live runs are
+reported, and the runbook names only its stack.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from npa_infra.workflow.operations.cleanupreport import (
 )
 
 if TYPE_CHECKING:
+    from npa_infra.projects.models import Selection
     from npa_infra.skypilot.models import QueueRecord
     from npa_infra.workflow.target.services import Services
 
@@ -113,8 +119,9 @@ def _lock_runs(state: Path, locks: files.Locks) -> list[plan.RunObservation]:
 
 def _journal_runs(
     home: Path, locks: files.Locks
-) -> tuple[list[plan.RunObservation], list[str], set[str]]:
-    """The journal's runs (liveness by the teardown gate's rule), the live ids, their dirs.
+) -> tuple[list[plan.RunObservation], list[str], dict[str, tuple[str | None, str | None]]]:
+    """The journal's runs (liveness by the teardown gate's rule), the live ids, and each
+    run's stack and context (``leftoverscope.Owner``).
 
     Raises:
         ConfigError: the journal exists but cannot be read (nothing is judged then).
@@ -124,20 +131,20 @@ def _journal_runs(
     from npa_infra.workflow.execution import adapters
 
     if not journal_path(home).exists():
-        return [], [], set()
+        return [], [], {}
     journal = Journal.open(home)
     try:
         rows = {r.run_id: r for r in journal.runs()}
         verdicts = {o.run_id: gate.run_verdict(o) for o in gate.observe(journal)}
     finally:
         journal.close()
-    found, live, dirs = [], [], set()
+    found, live, owners = [], [], {}
     for run_id, row in rows.items():
+        owners[run_id] = (row.stack or None, str((row.data or {}).get("context") or "") or None)
         state = adapters.recorded_state_dir(row.data)
         active = verdicts.get(run_id) is gate.RunVerdict.ACTIVE
         paths = [home / "locks" / (row.stack or "default") / f"{run_id}.lock"]
         if state:
-            dirs.add(state)
             paths += [
                 Path(state) / STATE_LOCKS / k / f"{run_id}.lock" for k in ("runs", "launches")
             ]
@@ -148,7 +155,7 @@ def _journal_runs(
                                          locked=locks.any_busy(paths)))  # fmt: skip
         if active:
             live.append(run_id)
-    return found, live, dirs
+    return found, live, owners
 
 
 def _controller(
@@ -217,54 +224,67 @@ def cleanup(
     project_root: Path | None = None,
     services: Services | None = None,
     remove: Callable[[Path], None] = files.remove_path,
+    scope: Selection | None = None,
 ) -> CleanupReport:
     """Report the leftovers; with ``yes`` remove the local caches the plan allows.
 
+    ``scope``: only that selection's part (the module docstring); None: everything.
     ``remove`` replaces the file removal in tests (a failure injection point).
 
     Raises:
         ConfigError: the journal exists but cannot be read.
     """
-    from npa_infra.workflow.operations import leftoverstacks
+    from npa_infra.workflow.operations import leftoverscope, leftoverstacks
     from npa_infra.workflow.target.services import Services as RealServices
 
     services = services or RealServices()
     home = npa_config.npa_home(env)
     locks = files.Locks()
+    problems: list[str] = []
     try:
-        runs, live, dirs = _journal_runs(home, locks)
-        projects = leftoverstacks.projects(env)
-        dirs |= {p.state_dir for p in projects if p.state_dir}
+        runs, live, owners = _journal_runs(home, locks)
+        projects = leftoverstacks.projects(env, scope)
+        entry_dirs = {p.state_dir for p in projects if p.state_dir}
+        dirs = {r.state_dir for r in runs if r.state_dir} | entry_dirs
+        covered: plan.Scope | None = None
+        if scope is not None:
+            own, problems = leftoverscope.own_state_dirs(scope, env, services, project_root)
+            covered = leftoverscope.cover(scope, owners, runs, own | entry_dirs)
+            live = [run for run in live if run in covered.runs]
+            dirs |= covered.state_dirs
         caches = _home_caches(home)
         states: list[plan.StateObservation] = []
         managed: list[ManagedJobs] = []
         for state in _state_dirs(home, env, dirs):
+            runs += _lock_runs(state, locks)  # every directory: its runs' locks stay observed
+            if covered is not None and str(state) not in covered.state_dirs:
+                continue
             caches += _state_caches(state, home)
-            runs += _lock_runs(state, locks)
             controller, jobs = _controller(state, env, services)
             managed.append(jobs)
             owner = _owner(state)
             down = inflight.controller_down(state) is not None
             states.append(plan.StateObservation(str(state), controller, owner, down))
         bootstrap = locks.probe(home / files.BOOTSTRAP_LOCK)
-        decisions = plan.plan(caches, runs, states, bootstrap_locked=bootstrap)
+        decisions = plan.plan(caches, runs, states, bootstrap_locked=bootstrap, scope=covered)
         entries, errors = _apply(decisions, yes, remove)
     finally:
         locks.release()
-    stacks = leftoverstacks.stacks(project_root)
-    resources, problems = leftoverstacks.cluster_resources(
-        stacks, home, env, project_root, services
+    stacks = leftoverstacks.stacks(project_root, scope)
+    resources, unread = leftoverstacks.cluster_resources(
+        stacks, home, env, project_root, services, scope
     )
+    selector = leftoverscope.selector(scope) if scope is not None else ""
     return CleanupReport(
         status="cleaned" if yes else "report",
         caches=entries,
         stacks=stacks,
         projects=projects,
-        credentials=leftoverstacks.credentials(home),
+        credentials=leftoverstacks.credentials(home, scope),
         managed_jobs=managed,
         cluster_resources=resources,
-        runbook=plan.runbook(live, [s.name for s in stacks]),
-        errors=errors + problems,
+        runbook=plan.runbook(live, [s.name for s in stacks], selector),
+        errors=problems + errors + unread,
     )
 
 

@@ -12,7 +12,11 @@
   nothing that still stands. Plus every probe pod the probe ledger
   (``preflight.probe_ledger``) still records: its deletion was never verified.
 
-Nothing here writes, and nothing reaches the cluster.
+With a selection (``scope``: the command's ``-s/--stack`` or ``-p/--project``)
+each list holds only its part: the selected stack's file, credentials and
+resources, the project entry of its alias and those bound to its stack, the
+probe pods recorded on its context. Nothing here writes, and nothing reaches
+the cluster.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from npa_infra.workflow.operations.cleanupreport import (
 )
 
 if TYPE_CHECKING:
+    from npa_infra.projects.models import Selection
     from npa_infra.workflow.target.services import Services
 
 __all__ = ["cluster_resources", "credentials", "projects", "stacks"]
@@ -38,24 +43,36 @@ __all__ = ["cluster_resources", "credentials", "projects", "stacks"]
 _MAX_CREDENTIALS = 1024 * 1024
 
 
-def stacks(project_root: Path | None) -> list[StackEntry]:
+def _of(scope: Selection | None, stack: str | None, alias: str | None = None) -> bool:
+    """Whether an entry of ``stack`` (or project ``alias``) is the selection's."""
+    if scope is None:
+        return True
+    return (alias is not None and alias == scope.project) or bool(
+        scope.stack and stack == scope.stack
+    )
+
+
+def stacks(project_root: Path | None, scope: Selection | None = None) -> list[StackEntry]:
 
     if project_root is None:
         return []
     found = []
     for path in sorted((project_root / "stacks").glob("Pulumi.*.yaml")):
         name = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
-        found.append(StackEntry(name=name, path=str(path)))
+        if _of(scope, name):
+            found.append(StackEntry(name=name, path=str(path)))
     return found
 
 
-def projects(env: Mapping[str, str]) -> list[ProjectEntry]:
+def projects(env: Mapping[str, str], scope: Selection | None = None) -> list[ProjectEntry]:
     from npa_infra.projects import store
 
     found = []
     for alias in store.known_aliases(env):
         entry = store.load(alias, env)
         project = entry.project
+        if not _of(scope, project.stack if project else None, alias):
+            continue
         found.append(
             ProjectEntry(
                 alias=alias,
@@ -90,10 +107,12 @@ def _names(path: Path) -> tuple[list[str], str]:
     return sorted(n for n in names if n), ""
 
 
-def credentials(home: Path) -> list[CredentialsEntry]:
+def credentials(home: Path, scope: Selection | None = None) -> list[CredentialsEntry]:
 
     found = []
     for path in sorted((home / "credentials").glob("*.env")):
+        if not _of(scope, path.name.removesuffix(".env")):
+            continue  # never opened: another stack's file
         names, problem = _names(path)
         found.append(
             CredentialsEntry(
@@ -137,11 +156,16 @@ def _stack_resources(
     return found
 
 
-def _probe_pods(home: Path) -> list[ClusterResource]:
-    from preflight.probe_ledger import LEDGER_DIR
+def _probe_pods(home: Path, scope: Selection | None, root: Path | None) -> list[ClusterResource]:
+    from npa_infra.workflow.operations import leftoverscope
+    from preflight.probe_ledger import LEDGER_DIR, ProbeLedger
 
+    directories = sorted((home / LEDGER_DIR).glob("*"))
+    if scope is not None:
+        context = leftoverscope.context(scope, root)
+        directories = [ProbeLedger(home, context).directory] if context else []
     found = []
-    for directory in sorted((home / LEDGER_DIR).glob("*")):
+    for directory in directories:
         for record in sorted(directory.glob("*.json")):
             namespace, _, pod = record.name.removesuffix(".json").partition(".")
             by = "the pull probe (preflight-images or submit); its deletion was never verified"
@@ -155,6 +179,7 @@ def cluster_resources(
     env: Mapping[str, str],
     project_root: Path | None,
     services: Services,
+    scope: Selection | None = None,
 ) -> tuple[list[ClusterResource], list[str]]:
     """What the project's own commands created that may still stand, and what was unreadable."""
     found: list[ClusterResource] = []
@@ -166,4 +191,4 @@ def cluster_resources(
             found += _stack_resources(stack.name, project_root, env, services)
         except NpaError as exc:
             problems.append(f"stack {stack.name}: its resources could not be read: {exc.message}")
-    return found + _probe_pods(home), problems
+    return found + _probe_pods(home, scope, project_root), problems

@@ -10,12 +10,18 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
+import pytest
+
+from npa_infra.errors import ProjectError
 from npa_infra.journal.lock import RunLock
+from npa_infra.projects import selection, store
+from npa_infra.projects.models import Project, Selection
 from npa_infra.skypilot.isolation import ControllerSettings, IsolatedDir
 from npa_infra.skypilot.skycli import SkyCli
 from npa_infra.workflow.operations import leftovers
 from npa_infra.workflow.operations.cleanupreport import CacheEntry, CleanupReport
 from npa_infra.workflow.target.services import Services
+from preflight.probe_ledger import ProbeLedger
 from tests.integration.runs.world import ROOT
 from tests.support.skysim import harness
 from tests.support.stackjournal import journal_run
@@ -262,3 +268,115 @@ def test_cleanup_removal_failure_exits_1_and_names_the_path(tmp_path: Path) -> N
     assert report.exit_code == 1
     assert str(box.home / "rendered" / "done-1") in report.errors[0]
     assert [c.removed for c in report.caches] == [False]
+
+
+# -- a selection's part: npa cleanup -s NAME / -p ALIAS (issue 16) --------------------------
+
+
+def _two_stacks(box: Box) -> dict[str, IsolatedDir]:
+    """Stacks a and b, each with its state directory (controller gone), a done run with its
+    caches, credentials and a project entry; b also has a live run. Shared caches too."""
+    states = {}
+    for name in ("a", "b"):
+        (box.root / "stacks" / f"Pulumi.{name}.yaml").write_text(
+            f"config:\n  npa-infra:context: ctx-{name}\n  npa-infra:namespace: ns-{name}\n",
+            encoding="utf-8",
+        )
+        iso = states[name] = box.state(name)
+        data = {"isolated_config_dir": str(iso.root), "context": f"ctx-{name}"}
+        journal_run(box.home, f"{name}-done", stack=name, status="SUCCEEDED", data=data)
+        _write(box.home / "rendered" / f"{name}-done" / "a.yaml", 2)
+        _write(iso.root / "submissions" / f"{name}-done" / "j.yaml", 3)
+        _write(iso.root / "supervision" / "queue.json", 4)
+        _write(box.home / "credentials" / f"{name}.env", 0)
+        store.save(Project(alias=f"{name}lpha", stack=name), box.env)
+        ProbeLedger(box.home, f"ctx-{name}").intend(f"ns-{name}", f"probe-{name}")
+    data = {"isolated_config_dir": str(states["b"].root), "context": "ctx-b"}
+    journal_run(box.home, "b-live", stack="b", status="SUBMITTED", data=data)
+    _write(box.home / "rendered" / "b-live" / "a.yaml", 2)
+    _write(box.home / "cache" / "image-pull-probe.json", 7)
+    _write(box.home / "skypilot-venv.versions" / "abc" / "pyvenv.cfg", 11)
+    return states
+
+
+def _select(box: Box, **options: str) -> Selection:
+    return selection.select(
+        stack=options.get("stack"), project=options.get("project"), env=box.env, root=box.root
+    )
+
+
+@pytest.mark.parametrize(
+    ("options", "selector"),
+    [({"stack": "a"}, "-s a"), ({"project": "alpha"}, "-p alpha")],
+    ids=["stack", "project-bound-to-stack"],
+)
+def test_cleanup_scoped_yes_removes_only_the_selection_caches_and_lists_only_it(
+    tmp_path: Path, options: dict[str, str], selector: str
+) -> None:
+    box = Box(tmp_path)
+    states = _two_stacks(box)
+    a, b = states["a"].root, states["b"].root
+    b_before = _tree(b, box.home / "rendered" / "b-done", box.home / "rendered" / "b-live")
+    report = box.cleanup(yes=True, scope=_select(box, **options))
+    entries = {c.path: c for c in report.caches}
+    assert {p for p, c in entries.items() if c.removed} == {
+        str(box.home / "rendered" / "a-done"),
+        str(a / "submissions" / "a-done"),
+        str(a / "supervision"),
+        str(a),
+    }
+    shared = {str(box.home / "cache" / "image-pull-probe.json"), str(box.home / "skypilot-venv")}
+    assert set(entries) - shared == {p for p, c in entries.items() if c.removed}
+    probe, venv = (entries[p] for p in sorted(shared))
+    assert (probe.reason, venv.reason, venv.needed_by) == ("shared", "live_run", ["b-live"])
+    assert not a.exists() and (box.home / "skypilot-venv.versions").is_dir()
+    assert _tree(b, box.home / "rendered" / "b-done", box.home / "rendered" / "b-live") == b_before
+    assert [s.name for s in report.stacks] == ["a"]
+    assert [p.alias for p in report.projects] == ["alpha"]
+    assert [c.stack for c in report.credentials] == ["a"]
+    assert [m.state_dir for m in report.managed_jobs] == [str(a)]
+    pods = [(r.namespace, r.name) for r in report.cluster_resources if r.kind == "Pod"]
+    assert pods == [("ns-a", "probe-a")]  # the probe pods recorded on a's context only
+    assert {r.name for r in report.cluster_resources if r.kind == "Namespace"} <= {"ns-a"}
+    assert report.runbook == [
+        "npa skypilot cleanup-controller -s a --yes",
+        "npa stack destroy -s a --yes",
+        f"npa cleanup {selector} --yes",
+    ]
+    assert (report.status, report.exit_code, report.errors) == ("cleaned", 0, [])
+
+
+def test_cleanup_scoped_report_of_other_stack_names_its_live_run(tmp_path: Path) -> None:
+    box = Box(tmp_path)
+    states = _two_stacks(box)
+    report = box.cleanup(yes=False, scope=_select(box, stack="b"))
+    assert report.runbook[:2] == [
+        "npa workbench workflow cancel b-live -s b --json",
+        "npa workbench workflow status b-live -s b --watch --json",
+    ]
+    entries = {c.path: c for c in report.caches}
+    assert all("a-done" not in p and str(states["a"].root) not in p for p in entries)
+    assert entries[str(states["b"].root)].needed_by == ["b-live"]
+    assert states["a"].root.is_dir()  # a report changes nothing
+
+
+def test_cleanup_unscoped_still_reports_every_stack(tmp_path: Path) -> None:
+    box = Box(tmp_path)
+    states = _two_stacks(box)
+    report = box.cleanup(yes=False)
+    paths = {c.path for c in report.caches}
+    assert {str(states["a"].root), str(states["b"].root)} <= paths
+    assert {"a", "b", "dev"} <= {s.name for s in report.stacks}
+    assert {m.state_dir for m in report.managed_jobs} >= {str(s.root) for s in states.values()}
+    assert report.runbook[-1] == "npa cleanup --yes"
+    pods = {r.name for r in report.cluster_resources if r.kind == "Pod"}
+    assert pods == {"probe-a", "probe-b"}
+
+
+def test_cleanup_select_unknown_project_is_refused(tmp_path: Path) -> None:
+    box = Box(tmp_path)
+    _two_stacks(box)
+    with pytest.raises(ProjectError) as refused:
+        _select(box, project="ghost")
+    assert refused.value.details["reason"] == "unknown_project"
+    assert refused.value.exit_code == 1

@@ -9,7 +9,7 @@ from hypothesis import given
 
 from npa_infra.runs import leftovers as lo
 from npa_infra.runs.leftovers import CacheKind, Controller, KeepReason, Verdict
-from tests.strategies import leftover_worlds
+from tests.strategies import leftover_scopes, leftover_worlds
 
 STATE = "/h/skypilot-state/dev"
 GONE = lo.StateObservation(STATE, Controller.GONE)
@@ -134,3 +134,98 @@ def test_plan_any_world_one_decision_per_cache_never_removes_what_a_run_needs(
             assert not state.stack_owner and not state.controller_down
         if cache.kind is CacheKind.SKYPILOT_VENV:
             assert not standing and not world["bootstrap_locked"]
+
+
+# -- a selection's part (-s/--stack, -p/--project) ------------------------------------------
+
+OTHER = "/h/skypilot-state/other"
+SCOPE = lo.Scope(frozenset({STATE}), frozenset({"mine"}), frozenset({"theirs"}))
+
+
+@pytest.mark.parametrize(
+    ("cache", "covered"),
+    [
+        (lo.CacheObservation(CacheKind.RENDERED_YAML, "/r/mine", 1, run_id="mine"), True),
+        (lo.CacheObservation(CacheKind.RENDERED_YAML, "/r/theirs", 1, run_id="theirs"), False),
+        (lo.CacheObservation(CacheKind.RENDERED_YAML, "/r/orphan", 1, run_id="orphan"), False),
+        (lo.CacheObservation(CacheKind.TASK_YAML, "/t", 1, run_id="mine", state_dir=STATE), True),
+        (lo.CacheObservation(CacheKind.TASK_YAML, "/t", 1, run_id="orphan", state_dir=STATE),
+         True),
+        (lo.CacheObservation(CacheKind.TASK_YAML, "/t", 1, run_id="theirs", state_dir=STATE),
+         False),
+        (lo.CacheObservation(CacheKind.TASK_YAML, "/t", 1, run_id="mine", state_dir=OTHER),
+         False),
+        (lo.CacheObservation(CacheKind.TICK_FILES, "/s", 1, state_dir=STATE), True),
+        (lo.CacheObservation(CacheKind.TICK_FILES, "/s", 1, state_dir=OTHER), False),
+        (lo.CacheObservation(CacheKind.STATE_DIR, STATE, 1, state_dir=STATE), True),
+        (lo.CacheObservation(CacheKind.STATE_DIR, OTHER, 1, state_dir=OTHER), False),
+        (lo.CacheObservation(CacheKind.SKYPILOT_VENV, "/v", 1), True),
+        (lo.CacheObservation(CacheKind.PROBE_CACHE, "/p", 1), True),
+        (lo.CacheObservation(CacheKind.GATE_CACHE, "/g", 1), True),
+    ],
+    ids=["rendered-mine", "rendered-theirs", "rendered-unknown-run", "task-mine",
+         "task-unknown-run-own-dir", "task-theirs-own-dir", "task-other-dir", "ticks-own",
+         "ticks-other", "state-own", "state-other", "venv", "probe-cache", "gate-cache"],
+)  # fmt: skip
+def test_covers_selection_part_of_each_cache_kind(
+    cache: lo.CacheObservation, covered: bool
+) -> None:
+    assert lo.covers(SCOPE, cache) is covered
+
+
+@pytest.mark.parametrize(
+    "kind", [CacheKind.SKYPILOT_VENV, CacheKind.PROBE_CACHE, CacheKind.GATE_CACHE],
+    ids=lambda k: k.value,
+)  # fmt: skip
+def test_decide_scoped_shared_cache_kept_as_shared(kind: CacheKind) -> None:
+    decision = lo.decide(_cache(kind), [], [GONE], scoped=True)
+    assert (decision.verdict, decision.reason) == (Verdict.KEEP, KeepReason.SHARED)
+    assert "without -s/-p" in decision.detail
+    assert lo.decide(_cache(kind), [], [GONE]).remove  # unscoped: every directory was read
+
+
+def test_decide_scoped_live_run_named_before_shared() -> None:
+    run = lo.RunObservation("r1", STATE, live=True)
+    decision = lo.decide(_cache(CacheKind.SKYPILOT_VENV), [run], [GONE], scoped=True)
+    assert (decision.reason, decision.needed_by) == (KeepReason.LIVE_RUN, ("r1",))
+
+
+def test_plan_scope_decides_only_the_covered_caches_in_order() -> None:
+    own = lo.CacheObservation(CacheKind.STATE_DIR, STATE, 1, state_dir=STATE)
+    other = lo.CacheObservation(CacheKind.STATE_DIR, OTHER, 1, state_dir=OTHER)
+    mine = lo.CacheObservation(CacheKind.RENDERED_YAML, "/r/mine", 1, run_id="mine")
+    states = [GONE, lo.StateObservation(OTHER, Controller.GONE)]
+    decisions = lo.plan([other, mine, own], [], states, scope=SCOPE)
+    assert [(d.cache, d.verdict) for d in decisions] == [
+        (mine, Verdict.REMOVE),
+        (own, Verdict.REMOVE),
+    ]
+    assert len(lo.plan([other, mine, own], [], states)) == 3
+
+
+def test_runbook_selector_repeated_on_run_commands_and_cleanup() -> None:
+    assert lo.runbook(["r"], ["a"], "-p alpha") == [
+        "npa workbench workflow cancel r -p alpha --json",
+        "npa workbench workflow status r -p alpha --watch --json",
+        "npa skypilot cleanup-controller -s a --yes",
+        "npa stack destroy -s a --yes",
+        "npa cleanup -p alpha --yes",
+    ]
+
+
+@given(leftover_worlds(), leftover_scopes())
+def test_plan_any_scope_decides_only_covered_never_removes_shared(
+    world: dict[str, Any], scope: lo.Scope
+) -> None:
+    decisions = lo.plan(**world, scope=scope)
+    assert [d.cache for d in decisions] == [c for c in world["caches"] if lo.covers(scope, c)]
+    for decision in decisions:
+        if decision.cache.kind in (
+            CacheKind.SKYPILOT_VENV,
+            CacheKind.PROBE_CACHE,
+            CacheKind.GATE_CACHE,
+        ):
+            assert decision.verdict is Verdict.KEEP
+        else:  # a covered cache of the selection is judged as an unscoped cleanup would
+            assert decision == lo.decide(decision.cache, world["runs"], world["states"],
+                                         bootstrap_locked=world["bootstrap_locked"])  # fmt: skip
