@@ -270,6 +270,7 @@ class FaultProxy:
 class _ProxyHandler(BaseHTTPRequestHandler):
     proxy: FaultProxy  # bound per listener by ``FaultProxy.start``
     origin: Origin
+    _fault: Fault | None = None
     protocol_version = "HTTP/1.1"
 
     def log_message(self, format: str, *args: object) -> None:
@@ -297,22 +298,25 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         fault = self.proxy._take(self.origin, self.command, url.path)
-        status: int | None
+        self._fault = fault
         if fault is not None and fault.kind == "drop":
-            status = None
+            self._log(None)
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
         elif fault is not None and fault.kind == "respond":
-            status = fault.status
             self._send(fault.status, list(fault.headers.items()), fault.body)
         elif fault is not None and fault.kind == "redirect":
-            status = fault.status
             location = self.proxy.url_of(fault.target) + self.path
             self._send(fault.status, [("Location", location)], b"")
         else:
             if fault is not None and fault.kind == "delay":
                 self.proxy._stopping.wait(fault.seconds)
-            status = self._relay(body, fault)
+            self._relay(body, fault)
+
+    def _log(self, status: int | None) -> None:
+        """Record the request before its answer leaves: a client that has the answer sees it."""
+        url = urlsplit(self.path)
+        fault = self._fault
         self.proxy._record(
             ProxyRequest(
                 origin=self.origin,
@@ -355,6 +359,7 @@ class _ProxyHandler(BaseHTTPRequestHandler):
     def _send(
         self, status: int, headers: list[tuple[str, str]], body: bytes, length: str | None = None
     ) -> None:
+        self._log(status)
         # send_response_only: no Server/Date of our own next to the relayed ones.
         self.send_response_only(status)
         for name, value in headers:
