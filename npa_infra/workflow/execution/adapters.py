@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from npa_infra.skypilot.isolation import IsolatedDir
     from npa_infra.workflow.target.stackfile import StackSettings
 
-__all__ = ["open_adapters", "recorded_state_dir"]
+__all__ = ["gated_sky", "open_adapters", "recorded_state_dir"]
 
 
 def recorded_state_dir(data: Mapping[str, Any] | None) -> str | None:
@@ -60,7 +60,7 @@ def open_adapters(
             directory's API server holds the port.
     """
     from npa_infra.kube import kubeconfig
-    from npa_infra.skypilot import isolation, livegate
+    from npa_infra.skypilot import isolation
 
     given = given or Services()
     config = npa_config.load_config(env)
@@ -73,7 +73,29 @@ def open_adapters(
         env, context=context, controller=stackbinding.controller_settings(stack), stack=stack_name
     )
     stackbinding.verify_adopted(stack, isolated, env)
-    sky = given.sky(isolated, env, sky_bin)  # constructs only: nothing runs before the gate
+    sky = gated_sky(given, isolated, env, sky_bin, on_warning)
+    return sky, given.cluster(kube_config.path, context), given.clock, isolated
+
+
+def gated_sky(
+    given: Services,
+    isolated: IsolatedDir,
+    env: Mapping[str, str],
+    sky_bin: str | None,
+    on_warning: Callable[[Advisory], None] | None = None,
+) -> SkyPilot:
+    """``given.sky`` on ``isolated``, behind the drift gate (``skypilot.livegate``).
+
+    The adapter is only constructed before the gate; nothing runs. Each warning
+    goes to ``on_warning`` and to ``given.progress``.
+
+    Raises:
+        SkyPilotDriftError: the binary's venv misses its pins, or another state
+            directory's API server holds the port.
+    """
+    from npa_infra.skypilot import livegate
+
+    sky = given.sky(isolated, env, sky_bin)
     # the real binary is read against its pins; a double's is not, its ports its own
     binary = getattr(sky, "binary", None) if given.real_sky() else None
     verdict = livegate.enforce(
@@ -83,4 +105,4 @@ def open_adapters(
         if on_warning is not None:
             on_warning(advisory)
         given.progress(advisory.text())
-    return sky, given.cluster(kube_config.path, context), given.clock, isolated
+    return sky

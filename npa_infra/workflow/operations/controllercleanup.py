@@ -32,6 +32,7 @@ from npa_infra.errors import ConfigError, StackConfigError
 from npa_infra.skypilot.isolation import IsolatedDir
 from npa_infra.stack import controllerdown
 from npa_infra.stack.models import ControllerReport, ControllerStatus
+from npa_infra.workflow.execution import adapters
 from npa_infra.workflow.target.services import Services
 
 __all__ = ["cleanup_controller", "state_dir"]
@@ -98,19 +99,11 @@ def cleanup_controller(
         ConfigError: no ``sky`` binary, an unusable state directory or stack file.
         SkyPilotDriftError: the pinned venv drifted, or a foreign API server holds the port.
     """
-    from npa_infra.skypilot import livegate
-
     given = services or Services()
     isolated, file_bin = state_dir(stack, env, given, root=root)
     if not env.get("SKYPILOT_USER_ID") and not isolated.user_id_file.is_file():
         return _never_created(isolated, stack)
-    sky = given.sky(isolated, env, sky_bin or file_bin or None)  # constructs only
-    binary = getattr(sky, "binary", None) if given.real_sky() else None
-    verdict = livegate.enforce(
-        binary, env, sky_env=isolated.environment(env) if binary is not None else None
-    )
-    for advisory in verdict.advisories:
-        given.progress(advisory.text())
+    sky = adapters.gated_sky(given, isolated, env, sky_bin or file_bin or None)
     plan = controllerdown.Teardown(
         isolated=isolated,
         stack=stack,
@@ -121,4 +114,53 @@ def cleanup_controller(
     outcome = controllerdown.execute(
         sky, plan, now=given.clock.now, sleep=given.clock.sleep, progress=given.progress
     )
-    return controllerdown.report(plan, outcome)
+    report = controllerdown.report(plan, outcome)
+    if not report.blocking_jobs:
+        return report
+    return report.model_copy(update={"next": _next_for_jobs(report, stack, env)})
+
+
+def _next_for_jobs(report: ControllerReport, stack: str, env: Mapping[str, str]) -> list[str]:
+    """The cancel of each run this home launched a blocking job for, by its exact run id.
+
+    A job no run of this journal owns (another operator's, or another home's) is
+    named with its user: only its owner can cancel its run.
+    """
+    owners = _job_owners(env, stack, report.state_dir)
+    steps: list[str] = []
+    for job in report.blocking_jobs:
+        run_id = owners.get(job.id)
+        if run_id is not None:
+            steps.append(f"npa workbench workflow cancel {run_id} -s {stack} --json")
+        else:
+            steps.append(
+                f"job {job.id} ({job.name}) of user {job.user} is no run of this npa home: "
+                "its owner cancels it (npa workbench workflow cancel <their run> --json)"
+            )
+    runs = sorted({owners[j.id] for j in report.blocking_jobs if j.id in owners})
+    steps += [f"npa workbench workflow status {r} -s {stack} --watch --json" for r in runs]
+    steps.append(f"npa skypilot cleanup-controller -s {stack} --yes")
+    return list(dict.fromkeys(steps))
+
+
+def _job_owners(env: Mapping[str, str], stack: str, state_dir: str) -> dict[int, str]:
+    """Job id -> run id, for the stack's runs this home's journal launched into ``state_dir``."""
+    from npa_infra.journal.store import Journal, journal_path
+    from npa_infra.workflow.execution.adapters import recorded_state_dir
+
+    home = npa_config.npa_home(env)
+    if not journal_path(home).is_file():
+        return {}
+    journal = Journal.open(home)
+    try:
+        owners: dict[int, str] = {}
+        for run in journal.runs(stack=stack):
+            recorded = recorded_state_dir(run.data)
+            if recorded is not None and Path(recorded) != Path(state_dir):
+                continue  # the same job id in another state directory is another job
+            for row in journal.transactions(run.run_id):
+                if row.job_id is not None:
+                    owners[int(row.job_id)] = run.run_id
+        return owners
+    finally:
+        journal.close()

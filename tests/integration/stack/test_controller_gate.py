@@ -20,12 +20,14 @@ from typer.testing import CliRunner
 
 from npa_infra.cli.main import app
 from npa_infra.journal import inflight
+from npa_infra.journal.store import Journal
 from npa_infra.skypilot.skycli import SkyCli
 from npa_infra.stack.models import ControllerStatus, DestroyStatus
 from npa_infra.workflow.operations import controllercleanup, teardown
 from npa_infra.workflow.target.services import Clock, Services
 from tests.integration.skypilot.simenv import Sim, make_sim
 from tests.support.skysim import harness
+from tests.unit.journal import a_record, a_run, a_wave, an_attempt
 
 STACK = "dev"
 FOREIGN = {
@@ -125,7 +127,7 @@ def test_cleanup_foreign_running_job_refuses_naming_it(
     assert [j.model_dump() for j in report.blocking_jobs] == [
         {"id": job_id, "name": "their-train", "user": "alice", "status": "RUNNING"}
     ]
-    assert report.next[0] == "npa workbench workflow cancel <run> --json"
+    assert report.next[0].startswith(f"job {job_id} (their-train) of user alice")
     assert calls(sim, "down") == []
     assert calls(sim, "jobs queue")[-1] == [
         "jobs",
@@ -135,6 +137,34 @@ def test_cleanup_foreign_running_job_refuses_naming_it(
         "--output",
         "json",
     ]
+
+
+def test_cleanup_job_of_a_run_of_this_home_next_names_its_exact_cancel(
+    sim: Sim, env: dict[str, str], services: Services
+) -> None:
+    """A blocking job this home launched is named by its run; a foreign one by its user."""
+    mine = launch(sim, env, "r-mine-00-train", "RUNNING")
+    theirs = launch(sim, env, "their-train", "RUNNING", foreign=True)
+    attempt = an_attempt("r-mine", job_name="r-mine-00-train")
+    with Journal.open(Path(env["NPA_HOME"])) as journal:
+        journal.create_run(
+            a_run("r-mine", stack=STACK, data={"isolated_config_dir": str(sim.root / "state")})
+        )
+        journal.upsert_wave(a_wave("r-mine"))
+        journal.create_attempt(attempt)
+        record = a_record(attempt, 1, state="submitted", job_id=mine, existence="present")
+        journal.checkpoint("r-mine", 0, 1, record, now=2.0)
+
+    report = cleanup(env, services)
+
+    assert report.status is ControllerStatus.REFUSED
+    assert {j.id for j in report.blocking_jobs} == {mine, theirs}
+    assert f"npa workbench workflow cancel r-mine -s {STACK} --json" in report.next
+    assert f"npa workbench workflow status r-mine -s {STACK} --watch --json" in report.next
+    foreign = [step for step in report.next if step.startswith(f"job {theirs} ")]
+    assert len(foreign) == 1 and "of user alice" in foreign[0]
+    assert report.next[-1] == f"npa skypilot cleanup-controller -s {STACK} --yes"
+    assert calls(sim, "down") == []
 
 
 def test_cleanup_cancelling_jobs_drain_then_tears_down(
@@ -250,7 +280,7 @@ def test_cli_cleanup_refusal_text_names_job_and_user(
 
     assert result.exit_code == 1
     assert f"job {job_id} 'their-train' of user alice (PENDING)" in result.stdout
-    assert "npa workbench workflow cancel <run> --json" in result.stderr
+    assert "of user alice is no run of this npa home: its owner cancels it" in result.stderr
 
 
 def test_cli_cleanup_requires_a_stack(services: Services, env: dict[str, str]) -> None:
