@@ -35,7 +35,7 @@ from npa_infra.stack.models import ControllerReport, ControllerStatus
 from npa_infra.workflow.execution import adapters
 from npa_infra.workflow.target.services import Services
 
-__all__ = ["cleanup_controller", "state_dir"]
+__all__ = ["cleanup_controller", "require_known_stack", "state_dir"]
 
 
 def _stack_file(stack: str, root: Path | None) -> tuple[str, str]:
@@ -70,6 +70,41 @@ def state_dir(
     return resolve_isolated_dir(None, env, npa_config.load_config(env), stack), sky_bin
 
 
+def require_known_stack(
+    stack: str, isolated: IsolatedDir, services: Services, root: Path | None
+) -> None:
+    """A stack with neither a file nor a state directory is a typo, never "already gone".
+
+    Raises:
+        ConfigError: naming both places looked at and the stacks that exist.
+    """
+    from npa_infra.projects.selection import known_stacks
+    from npa_infra.stack import config as stack_config
+
+    if services.isolated_dir is not None or isolated.root.exists():
+        return
+
+    try:
+        project = root or stack_config.find_project_root(Path.cwd())
+    except ConfigError:
+        project = None
+    path = stack_config.stack_file_path(stack, project) if project is not None else None
+    if path is not None and path.is_file():
+        return
+    known = ", ".join(known_stacks(project)) if project is not None else ""
+    where = (
+        str(path) if path is not None else "stacks/ (no Pulumi.yaml above the working directory)"
+    )
+    raise ConfigError(
+        f"no stack named {stack!r}: neither {where} nor its SkyPilot state directory "
+        f"{isolated.root} exists, so there is no controller of it to remove",
+        remedy="name a stack of this project"
+        + (f" (known: {known})" if known else "")
+        + ", or -p ALIAS of a project bound to one",
+        details={"reason": "unknown_stack", "stack": stack},
+    )
+
+
 def _never_created(isolated: IsolatedDir, stack: str) -> ControllerReport:
     return ControllerReport(
         status=ControllerStatus.ALREADY_GONE,
@@ -101,6 +136,7 @@ def cleanup_controller(
     """
     given = services or Services()
     isolated, file_bin = state_dir(stack, env, given, root=root)
+    require_known_stack(stack, isolated, given, root)
     if not env.get("SKYPILOT_USER_ID") and not isolated.user_id_file.is_file():
         return _never_created(isolated, stack)
     sky = adapters.gated_sky(given, isolated, env, sky_bin or file_bin or None)

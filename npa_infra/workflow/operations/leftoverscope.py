@@ -49,7 +49,11 @@ def selector(scope: Selection) -> str:
 def own_state_dirs(
     scope: Selection, env: Mapping[str, str], services: Services, root: Path | None
 ) -> tuple[set[str], list[str]]:
-    """The selection's own state directories, and why one could not be named."""
+    """The selection's own state directories, and why one could not be named.
+
+    Raises:
+        ConfigError: the selected stack has neither a stack file nor a state directory.
+    """
     from npa_infra.workflow.operations import controllercleanup
 
     found: set[str] = set()
@@ -59,11 +63,14 @@ def own_state_dirs(
     if scope.stack:
         try:
             isolated, _ = controllercleanup.state_dir(scope.stack, env, services, root=root)
-            found.add(str(isolated.root))
         except NpaError as exc:
             problems.append(
                 f"stack {scope.stack}: its SkyPilot state directory is not known: {exc.message}"
             )
+        else:
+            # a typo of a stack is refused, never reported as a clean "nothing left"
+            controllercleanup.require_known_stack(scope.stack, isolated, services, root)
+            found.add(str(isolated.root))
     return found, problems
 
 

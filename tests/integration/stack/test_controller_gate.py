@@ -292,6 +292,27 @@ def test_cli_cleanup_requires_a_stack(services: Services, env: dict[str, str]) -
     assert "--stack" in result.output
 
 
+def test_cli_cleanup_unknown_stack_refused_never_already_gone(
+    sim: Sim, env: dict[str, str], clock: FakeClock
+) -> None:
+    """A typo names no stack file and no state directory: exit 1, not a successful no-op."""
+    real_dirs = Services(clock=Clock(clock.now, clock.sleep, lambda: 0.0))
+
+    result = CliRunner().invoke(
+        app,
+        ["skypilot", "cleanup-controller", "-s", "ghost", "--yes", "--json"],
+        obj=real_dirs,
+        env=env,
+    )
+
+    assert result.exit_code == 1
+    error = json.loads(result.stdout)["error"]
+    assert error["category"] == "config"
+    assert "no stack named 'ghost'" in error["message"] and "Pulumi.ghost.yaml" in error["message"]
+    assert "known: " in error["remedy"] and "dev" in error["remedy"]
+    assert calls(sim, "jobs queue") == [] and calls(sim, "down") == []
+
+
 def test_cleanup_never_created_directory_already_gone_runs_nothing(
     sim: Sim, env: dict[str, str], clock: FakeClock, tmp_path: Path
 ) -> None:

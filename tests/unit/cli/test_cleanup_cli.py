@@ -192,11 +192,12 @@ def test_cleanup_cli_context_project_covers_only_its_stackless_runs(
     assert payload["runbook"] == ["npa cleanup -p onctx --yes"]
 
 
-def test_cleanup_cli_stack_without_file_reports_nothing_of_others(
-    home: Path, two_stacks: Path
-) -> None:
-    # as status and cleanup-controller: a stack selects its runs, and ghost has none
-    code, stdout, _ = _invoke(home, "-s", "ghost", "--json")
-    payload = json.loads(stdout)
-    assert (code, payload["caches"], payload["stacks"], payload["credentials"]) == (0, [], [], [])
-    assert payload["runbook"] == ["npa cleanup -s ghost --yes"]
+def test_cleanup_cli_unknown_stack_refused_not_a_clean_report(home: Path, two_stacks: Path) -> None:
+    # as cleanup-controller: a typo'd stack (no file, no state directory) is no "nothing left"
+    code, stdout, _ = _invoke(home, "-s", "ghost", "--yes", "--json")
+    error = json.loads(stdout)["error"]
+    assert code == 1 and error["category"] == "config"
+    assert "no stack named 'ghost'" in error["message"]
+    assert "known: " in error["remedy"]
+    assert (home / "rendered" / "a-done" / "t.yaml").is_file()  # --yes removed nothing
+    assert (home / "rendered" / "b-done" / "t.yaml").is_file()
