@@ -9,7 +9,6 @@ PodDisruptionBudgets that will hold up draining the cluster's nodes
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -63,14 +62,6 @@ def down_cmd(
     raise typer.Exit(report.exit_code)
 
 
-def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return [
-        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    ]
-
-
 def _render(report: ClusterDownReport) -> None:
     output.out(f"context: {report.context} ({report.nodes} nodes); nothing was changed")
     if not report.budgets:
@@ -83,7 +74,7 @@ def _render(report: ClusterDownReport) -> None:
             blocks = "yes" if b.blocks else "no"
             row = (b.namespace, b.name, selector, str(b.matching_ready_pods), allowed, blocks)
             rows.append((*row, b.reason.value))
-        for line in _table(rows):
+        for line in output.table(rows):
             output.out(line)
         for b in report.budgets:
             if b.blocks:

@@ -8,7 +8,6 @@ inside the body so ``npa --help`` stays fast.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -76,14 +75,6 @@ def gpus_cmd(
     raise typer.Exit(report.exit_code)
 
 
-def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return [
-        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    ]
-
-
 def _render(report: GpusReport) -> None:
     cat = report.catalog
     output.out(f"context: {cat.context}")
@@ -100,7 +91,7 @@ def _render(report: GpusReport) -> None:
                     acc.label_value,
                 )
             )
-        for line in _table(rows):
+        for line in output.table(rows):
             output.out(line)
         for acc in cat.accelerators:
             for n in acc.nodes:

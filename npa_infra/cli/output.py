@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from npa_infra.errors import NpaError, SpecError, UsageError
 from npa_infra.spec.issues import SpecIssue, format_issue, issue_json
 
-__all__ = ["emit_json", "fail", "out", "warn", "warn_spec"]
+__all__ = ["emit_json", "fail", "out", "table", "warn", "warn_spec"]
 
 
 def out(text: str = "") -> None:
@@ -28,6 +29,15 @@ def warn(text: str) -> None:
 
 def emit_json(payload: Any) -> None:
     sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def table(rows: Sequence[tuple[str, ...]]) -> list[str]:
+    """Text rows as left-aligned columns two spaces apart (the first row is the header)."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
 
 
 def _lines(label: str) -> list[str] | None:
