@@ -56,11 +56,7 @@ def cleanup_cmd(
         )
     except NpaError as exc:
         output.fail(exc, as_json=as_json)
-    if as_json:
-        output.emit_json(report.model_dump(mode="json"))
-    else:
-        _render(report)
-    raise typer.Exit(report.exit_code)
+    output.finish(report, _render, as_json=as_json)
 
 
 def _render(report: CleanupReport) -> None:

@@ -55,11 +55,7 @@ def down_cmd(
         report = clusterdown.preview(cluster, env=os.environ, services=services.build(ctx.obj))
     except NpaError as exc:
         output.fail(exc, as_json=as_json)
-    if as_json:
-        output.emit_json(report.model_dump(mode="json"))
-    else:
-        _render(report)
-    raise typer.Exit(report.exit_code)
+    output.finish(report, _render, as_json=as_json)
 
 
 def _render(report: ClusterDownReport) -> None:

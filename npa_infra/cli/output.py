@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol, TypeVar
+
+import typer
 
 from npa_infra.errors import NpaError, SpecError, UsageError
 from npa_infra.spec.issues import SpecIssue, format_issue, issue_json
 
-__all__ = ["emit_json", "fail", "out", "table", "warn", "warn_spec"]
+__all__ = ["emit_json", "fail", "finish", "out", "table", "warn", "warn_spec"]
 
 
 def out(text: str = "") -> None:
@@ -29,6 +31,25 @@ def warn(text: str) -> None:
 
 def emit_json(payload: Any) -> None:
     sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+class _Report(Protocol):
+    @property
+    def exit_code(self) -> int: ...
+
+    def model_dump(self, *, mode: str) -> dict[str, Any]: ...
+
+
+_R = TypeVar("_R", bound=_Report)
+
+
+def finish(report: _R, render: Callable[[_R], None], *, as_json: bool) -> NoReturn:
+    """Print a command's report (its JSON under --json, else ``render``) and exit with its code."""
+    if as_json:
+        emit_json(report.model_dump(mode="json"))
+    else:
+        render(report)
+    raise typer.Exit(report.exit_code)
 
 
 def table(rows: Sequence[tuple[str, ...]]) -> list[str]:

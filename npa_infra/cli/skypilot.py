@@ -58,11 +58,7 @@ def bootstrap_cmd(
         )
     except NpaError as exc:
         output.fail(exc, as_json=as_json)
-    if as_json:
-        output.emit_json(report.model_dump(mode="json"))
-    else:
-        _render_bootstrap(report)
-    raise typer.Exit(report.exit_code)
+    output.finish(report, _render_bootstrap, as_json=as_json)
 
 
 def _render_bootstrap(report: BootstrapReport) -> None:
@@ -100,11 +96,7 @@ def status_cmd(
     from npa_infra.skypilot import status
 
     report = status.status(sky_bin, os.environ)
-    if as_json:
-        output.emit_json(report.model_dump(mode="json"))
-    else:
-        _render_status(report)
-    raise typer.Exit(report.exit_code)
+    output.finish(report, _render_status, as_json=as_json)
 
 
 def _render_status(report: StatusReport) -> None:
@@ -175,11 +167,7 @@ def verify_cmd(
         sleep=given.clock.sleep,
         on_sample=None if json_out else (lambda p: output.warn(p.text())),
     )
-    if json_out:
-        output.emit_json(report.model_dump(mode="json"))
-    else:
-        _render_verify(report)
-    raise typer.Exit(report.exit_code)
+    output.finish(report, _render_verify, as_json=json_out)
 
 
 def _render_verify(report: VerifyReport) -> None:
@@ -233,11 +221,7 @@ def cleanup_controller_cmd(
         )
     except NpaError as exc:
         output.fail(exc, as_json=as_json)
-    if as_json:
-        output.emit_json(report.model_dump(mode="json"))
-    else:
-        _render_cleanup(report)
-    raise typer.Exit(report.exit_code)
+    output.finish(report, _render_cleanup, as_json=as_json)
 
 
 def _render_cleanup(report: ControllerReport) -> None:
