@@ -1439,24 +1439,6 @@ def drain_worlds(draw: st.DrawFn) -> dict[str, Any]:
     return {"nodes": nodes, "pods": draw(st.lists(pod, max_size=10)), "budgets": budgets}
 
 
-_GATE_STATUSES = (
-    "PENDING",
-    "SUBMITTED",
-    "STARTING",
-    "RUNNING",
-    "WINDING_DOWN",
-    "RECOVERING",
-    "CANCELLING",
-    "SUCCEEDED",
-    "CANCELLED",
-    "FAILED",
-    "FAILED_SETUP",
-    "FAILED_PRECHECKS",
-    "FAILED_NO_RESOURCE",
-    "FAILED_CONTROLLER",
-)
-
-
 @st.composite
 def controller_gate_inputs(draw: st.DrawFn) -> Any:
     """What the controller's teardown gate decides on (``runs.controllergate.GateInput``):
@@ -1469,7 +1451,7 @@ def controller_gate_inputs(draw: st.DrawFn) -> Any:
         st.integers(1, 40),
         st.sampled_from(("train", "eval", "npa-run-a")),
         st.sampled_from(("tester", "alice", "bob")),
-        st.sampled_from(_GATE_STATUSES),
+        st.sampled_from(JOB_STATUSES),
     )
     kind = draw(st.sampled_from(list(gate.QueueKind)))
     jobs = tuple(draw(st.lists(job, max_size=5))) if kind is gate.QueueKind.JOBS else ()
