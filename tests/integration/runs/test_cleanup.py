@@ -23,17 +23,11 @@ from npa_infra.workflow.operations.cleanupreport import CacheEntry, CleanupRepor
 from npa_infra.workflow.target.services import Services
 from preflight.probe_ledger import ProbeLedger
 from tests.integration.runs.world import ROOT
+from tests.integration.skypilot.simenv import KUBECONFIG
 from tests.support.skysim import harness
 from tests.support.stackjournal import journal_run
 
 PENDING_FOREVER = {"command": "jobs.launch", "action": "timeline", "statuses": ["PENDING"]}
-KUBECONFIG = """apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: npa-ctx, context: {cluster: c, user: u, namespace: npa}}]
-current-context: npa-ctx
-"""
 
 
 class Box:
