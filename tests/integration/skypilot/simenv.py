@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,6 +89,37 @@ class Sim:
     def state_dir(self, name: str = "state") -> Path:
         shared = self.env.get("SKYSIM_STATE_DIR")
         return Path(shared) if shared else self.root / name / "sky-runtime" / ".sky"
+
+    def kill_during(self, command: str, action: Callable[[], object]) -> None:
+        """Run ``action`` in a forked child and SIGKILL it while its first ``command`` call
+        (``"down"``, ``"jobs.launch"``) hangs, as a process lost mid-call; then clear the faults.
+
+        The simulator signals the hang on a FIFO, so the kill waits on that event, not a sleep.
+        """
+        hanging, release = self.root / f"{command}.hang.fifo", self.root / f"{command}.release.fifo"
+        os.mkfifo(hanging)
+        os.mkfifo(release)
+        self.faults(
+            {
+                "command": command,
+                "nth": 1,
+                "action": "hang",
+                "signal_fifo": str(hanging),
+                "release_fifo": str(release),
+            }
+        )
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child is killed
+            try:
+                action()
+            finally:
+                os._exit(3)
+        with open(hanging, encoding="ascii") as fifo:  # the call is hanging now
+            fifo.readline()
+        os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFSIGNALED(status)
+        self.faults()
 
 
 def make_sim(tmp_path: Path) -> Sim:

@@ -328,42 +328,17 @@ def test_delete_killed_during_sky_down_blocks_launches_until_rerun_finishes(
     """The controller's ``sky down`` is journaled before it is sent (faults.md invariant 5):
     the process SIGKILLed mid-down leaves the record, no launch into that state is made
     while it stands, and rerunning the delete finishes the teardown and clears it."""
-    import os
-    import signal
-
     from npa_infra.journal import inflight
 
     created = provider.create(props(tmp_path))
-    assert created.outs is not None
+    outs = created.outs
+    assert outs is not None
     _launch(sim, env, tmp_path, "SUCCEEDED")
-    hanging, release = tmp_path / "down.fifo", tmp_path / "release.fifo"
-    os.mkfifo(hanging)
-    os.mkfifo(release)
-    sim.faults(
-        {
-            "command": "down",
-            "nth": 1,
-            "action": "hang",
-            "signal_fifo": str(hanging),
-            "release_fifo": str(release),
-        }
-    )
-    pid = os.fork()
-    if pid == 0:
-        try:
-            provider.delete(created.id, created.outs)
-        finally:
-            os._exit(3)
-    with open(hanging, encoding="ascii") as fifo:  # the down is running now
-        fifo.readline()
-    os.kill(pid, signal.SIGKILL)
-    _, status = os.waitpid(pid, 0)
-    assert os.WIFSIGNALED(status)
+    sim.kill_during("down", lambda: provider.delete(created.id, outs))
     state_dir = tmp_path / "state"
     recorded = inflight.controller_down(state_dir)
     assert recorded is not None and recorded.stack == "dev"
 
-    sim.faults()
-    provider.delete(created.id, created.outs)  # the rerun of the destroy
+    provider.delete(created.id, outs)  # the rerun of the destroy
     assert inflight.controller_down(state_dir) is None
     assert IsolatedDir(state_dir).owner() is None

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 from pathlib import Path
 from typing import Any
 
@@ -335,33 +334,10 @@ def test_cleanup_killed_during_sky_down_then_rerun_finishes(
     """faults.md invariant 5: the down's record is durable before ``sky down`` is sent; a
     process SIGKILLed while the down runs leaves it, and the rerun tears the controller down."""
     launch(sim, env, "mine", "SUCCEEDED")
-    hanging, release = sim.root / "down.fifo", sim.root / "release.fifo"
-    os.mkfifo(hanging)
-    os.mkfifo(release)
-    sim.faults(
-        {
-            "command": "down",
-            "nth": 1,
-            "action": "hang",
-            "signal_fifo": str(hanging),
-            "release_fifo": str(release),
-        }
-    )
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child is killed
-        try:
-            cleanup(env, services)
-        finally:
-            os._exit(3)
-    with open(hanging, encoding="ascii") as fifo:  # the down is running now
-        fifo.readline()
-    os.kill(pid, signal.SIGKILL)
-    _, status = os.waitpid(pid, 0)
-    assert os.WIFSIGNALED(status)
+    sim.kill_during("down", lambda: cleanup(env, services))
     recorded = inflight.controller_down(sim.root / "state")
     assert recorded is not None and recorded.stack == STACK
 
-    sim.faults()
     report = cleanup(env, services)  # the rerun
 
     assert report.status is ControllerStatus.REMOVED
