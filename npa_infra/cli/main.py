@@ -5,7 +5,7 @@ import sys
 
 import typer
 
-from npa_infra.cli import cleanup, cluster, completion, rootgroup, skypilot, stack, workflow
+from npa_infra.cli import cleanup, cluster, configure, skypilot, stack, workflow
 
 __all__ = ["app", "run"]
 
@@ -13,9 +13,7 @@ app = typer.Typer(
     name="npa",
     help="Run multi-stage ML workflows on SkyPilot managed jobs over Kubernetes, safely.",
     no_args_is_help=True,
-    add_completion=False,  # completion.ShowOpt/InstallOpt name the shell instead of guessing it
-    cls=rootgroup.RootGroup,  # usage errors exit 64, unhandled errors rendered once
-    context_settings={"help_option_names": ["-h", "--help"]},  # inherited by every subcommand
+    add_completion=False,
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
     rich_markup_mode=None,
@@ -29,24 +27,12 @@ app.add_typer(skypilot.app, name="skypilot")
 app.add_typer(stack.app, name="stack")
 app.command("cleanup")(cleanup.cleanup_cmd)
 app.add_typer(cluster.app, name="cluster")
-
-
-def _version(value: bool) -> None:
-    if value:
-        from importlib import metadata
-
-        sys.stdout.write(f"npa {metadata.version('npa-infra')}\n")
-        raise typer.Exit(0)
+app.command("configure")(configure.configure_cmd)
 
 
 @app.callback()
 def _root(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks for unexpected errors."),
-    version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
-    ),
-    show_completion: completion.ShowOpt = None,
-    install_completion: completion.InstallOpt = None,
 ) -> None:
     """npa-infra: validate, plan, render and launch npa.workflow specs."""
     if debug:
@@ -70,8 +56,8 @@ def run() -> None:
     except Exception as exc:  # the one top-level handler (style.md rule 8)
         if os.environ.get("NPA_DEBUG"):
             raise
-        error = rootgroup.internal_error(exc)  # its type and origin, never its text
-        sys.stderr.write(f"Error: {error['message']}\nHint: {error['remedy']}\n")
+        sys.stderr.write(f"Error: unexpected {type(exc).__name__}: {str(exc)[:300]}\n")
+        sys.stderr.write("Hint: rerun with --debug and report the traceback\n")
         raise SystemExit(1) from None
 
 

@@ -224,6 +224,7 @@ def preflight_images(
             infra=chosen.infra(infra),
             image_bootstrap_timeout_seconds=image_bootstrap_timeout_seconds,
             services=services.build(ctx.obj),
+            project=chosen.project,
         )
     if as_json:
         output.emit_json(report.to_json())
@@ -276,7 +277,6 @@ def _print_preflight(preflight: dict[str, Any]) -> None:
 
 
 def _submit_outputs(
-    project: selection.ProjectOpt = None,
     resume_alias: Annotated[
         bool, typer.Option("--resume", hidden=True, help="Accepted; implied by --resume-run.")
     ] = False,
@@ -285,9 +285,9 @@ def _submit_outputs(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """submit's invocation flags: how it prints, and the project that names its target
-    (resolved here into the run's own --stack/--infra/--isolated-config-dir, which its resume
-    command carries): never options of the run themselves."""
+    """submit's invocation flags: how it prints, never options of the run themselves. The
+    -p/--project that names its target is resolved here into the run's own
+    --stack/--infra/--isolated-config-dir, which its resume command carries with the alias."""
 
 
 @app.command("submit")
@@ -317,7 +317,7 @@ def submit(
     failure = {"status": "FAILED", "run_id": run, "launch_transaction": None}
     chosen = selection.select(
         values["stack"],
-        values.pop("project"),
+        values["project"],
         as_json=json_out,
         context=selection.given(values["infra"]),
         extra=failure,
@@ -403,8 +403,8 @@ def status(
     progress; with --watch --json only the last refresh's document is printed
     (one JSON document, as every --json). Exit codes (of the last refresh): 0
     succeeded or in progress; 1 NOT_FOUND, ABSENT, FAILED*, CANCELLED or
-    BLOCKED; 2 VERIFICATION_UNAVAILABLE; 3 PARTIAL or DEGRADED; 4 NOT_SUBMITTED
-    or PLAN_ONLY; 64 a usage error (neither or both of RUN_ID and --all).
+    BLOCKED; 2 VERIFICATION_UNAVAILABLE, or a usage error (neither or both of
+    RUN_ID and --all); 3 PARTIAL or DEGRADED; 4 NOT_SUBMITTED or PLAN_ONLY.
     With --all: the worst of the runs' codes, 1 before 2, 3, 4, 0.
     """
     import os

@@ -34,9 +34,11 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from pydantic import SecretStr
 
 from npa_infra import config as npa_config
 from npa_infra.errors import ConfigError
@@ -68,6 +70,8 @@ __all__ = [
     "outputs",
     "preview",
     "refresh",
+    "secret_config",
+    "set_secret_config",
     "settings_for",
     "stack_outputs",
     "up",
@@ -415,3 +419,43 @@ def stack_outputs(
         )
     known = {k: v for k, v in values.items() if k in StackOutputs.model_fields}
     return StackOutputs.model_validate(known)
+
+
+def set_secret_config(
+    request: StackRequest,
+    values: Mapping[str, SecretStr],
+    *,
+    env: Mapping[str, str],
+    engine_factory: EngineFactory | None = None,
+) -> None:
+    """Store each ``values`` entry as the stack's secret config (key -> value).
+
+    The values reach the engine on its stdin, never its argv (``StackRunner``).
+
+    Raises:
+        Same as ``outputs`` (the kube context is not checked: nothing is deployed).
+    """
+    engine, _ = _engine(request, env, engine_factory, check_context=False)
+    for key, value in values.items():
+        engine.set_secret_config(key, value)
+
+
+def secret_config(
+    request: StackRequest,
+    keys: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    engine_factory: EngineFactory | None = None,
+) -> dict[str, SecretStr]:
+    """The decrypted values of ``keys`` the stack holds (a key it does not hold is left out).
+
+    Raises:
+        Same as ``outputs``.
+    """
+    engine, _ = _engine(request, env, engine_factory, check_context=False)
+    found: dict[str, SecretStr] = {}
+    for key in keys:
+        value = engine.secret_config(key)
+        if value is not None:
+            found[key] = value
+    return found

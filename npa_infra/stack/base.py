@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from pydantic import SecretStr
+
 from npa_infra.stack.models import EngineUpdate, OutputEntry, UpdateSummary
 from npa_infra.stack.report import PreviewReport
 
@@ -36,3 +38,11 @@ class StackEngine(Protocol):
     def destroy(self, *, exclude_protected: bool = False) -> UpdateSummary: ...
 
     def outputs(self) -> dict[str, OutputEntry]: ...
+
+    def set_secret_config(self, key: str, value: SecretStr) -> None:
+        """Store ``value`` as the stack's secret config ``key`` (encrypted by the engine)."""
+        ...
+
+    def secret_config(self, key: str) -> SecretStr | None:
+        """The decrypted value of the stack's config ``key``; None when it is not set."""
+        ...

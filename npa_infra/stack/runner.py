@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pydantic import SecretStr
+
 from npa_infra.errors import (
     ConfigError,
     EngineUnavailableError,
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
 __all__ = [
     "INSTALL_DOCS",
     "INSTALL_HINT",
+    "MAX_SECRET_BYTES",
     "RunnerSettings",
     "StackRunner",
     "convert",
@@ -73,6 +76,8 @@ _PLUGIN = re.compile(
 _NOT_FOUND = re.compile(r"no stack named .* found")
 _CODE = re.compile(r"code: (-?\d+)")
 _TAIL = 2000
+_MISSING_KEY = re.compile(r"configuration key .* not found")
+MAX_SECRET_BYTES = 32 * 1024  # below a pipe's capacity, so writing it never blocks
 T = TypeVar("T")
 Events = list[report.StepEvent | report.DiagnosticEvent]
 
@@ -89,6 +94,38 @@ class RunnerSettings:
     env_vars: Mapping[str, str]  # added to the engine's environment (never argv)
     config_file: Path | None = None
     on_output: Callable[[str], None] | None = None
+
+
+@contextmanager
+def _stdin_holding(text: str) -> Iterator[None]:
+    """File descriptor 0 reads ``text`` (then end of file) while the block runs.
+
+    A child started inside inherits it; the process's own stdin is restored after.
+
+    Raises:
+        ConfigError: ``text`` is larger than ``MAX_SECRET_BYTES``.
+    """
+    data = text.encode("utf-8")
+    if len(data) > MAX_SECRET_BYTES:
+        raise ConfigError(
+            f"a secret value is larger than {MAX_SECRET_BYTES} bytes",
+            remedy="store a smaller value (a token or a key), or a path to the file instead",
+        )
+    read, write = os.pipe()
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(write, view) :]
+    finally:
+        os.close(write)
+    saved = os.dup(0)
+    try:
+        os.dup2(read, 0)
+        yield
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+        os.close(read)
 
 
 def _alive(pid: int) -> bool:
@@ -365,6 +402,42 @@ class StackRunner:
         values = self._call("stack output", [], lambda s, _: s.outputs())
         return {k: OutputEntry(v.value, bool(v.secret)) for k, v in values.items()}
 
+    def set_secret_config(self, key: str, value: SecretStr) -> None:
+        """``pulumi config set KEY --secret``, the value on the child's stdin, never its argv.
+
+        The Automation API's ``set_config`` passes the value as the last argument
+        (``-- VALUE``), where any local user reads it in ``ps``. The CLI reads the
+        value from stdin when none is given and stdin is not a terminal, so the
+        runner runs that command itself with the value in a pipe as its stdin.
+        """
+        args = ["config", "set", key, "--secret", "--stack", self.settings.stack]
+        if self.settings.config_file is not None:
+            args += ["--config-file", str(self.settings.config_file)]
+        with self._translated("config set"):
+            self._stack()  # selected (or created) first, as every operation
+            command = self._command
+            if command is None:  # pragma: no cover - _stack() always sets it
+                raise InvariantError("the Pulumi command was not built")
+            with _stdin_holding(value.get_secret_value()):
+                command.run(args, str(self.settings.project_root), self._engine_env())
+
+    def secret_config(self, key: str) -> SecretStr | None:
+        """``pulumi config get KEY --json``: the decrypted value (read from the child's stdout)."""
+        from pulumi.automation import errors as auto_errors
+
+        with self._translated("config get"):
+            try:
+                found = self._stack().get_config(key)
+            except auto_errors.CommandError as exc:
+                if _MISSING_KEY.search(str(exc)):
+                    return None
+                raise
+        return SecretStr(str(found.value))
+
+    def _engine_env(self) -> dict[str, str]:
+        """What the workspace adds to every engine call's environment (never argv)."""
+        return {"PULUMI_HOME": str(self.settings.pulumi_home), **self.settings.env_vars}
+
     # -- plumbing --------------------------------------------------------------------
     def _config_file(self) -> str | None:
         return str(self.settings.config_file) if self.settings.config_file else None
@@ -446,6 +519,7 @@ class StackRunner:
 
             with self._translated("stack select"):
                 command = self._command or auto.PulumiCommand()
+                self._command = command  # set_secret_config runs it directly
                 options = auto.LocalWorkspaceOptions(
                     work_dir=str(self.settings.project_root),
                     pulumi_home=str(self.settings.pulumi_home),

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from npa_infra.plan.model import DecisionPoint
     from npa_infra.render.documents import RenderedJob
     from npa_infra.workflow.execution.recovery import Recomputed
+    from npa_infra.workflow.target.credentials import ProjectSecrets
     from npa_infra.workflow.target.stackfile import StackSettings
 
 __all__ = [
@@ -81,6 +82,8 @@ class LiveRequest:
     reidentify: Callable[[Mapping[str, str], int], Recomputed] | None = None
     # Stages or verifies the NPA source (submission.sourcing.apply); returns the journal record.
     stage_source: Callable[[], Mapping[str, Any]] | None = None
+    # the selected project's credentials, between the environment and the stack's file
+    project: ProjectSecrets | None = None
 
 
 @dataclass(slots=True)

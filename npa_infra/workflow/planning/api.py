@@ -168,6 +168,7 @@ def preflight_images(
     infra: str | None = None,
     image_bootstrap_timeout_seconds: float = 1800.0,
     services: Services | None = None,
+    project: str | None = None,
 ) -> ImagePreflightReport:
     """Check every control-flow-reachable image of a spec against its registry (cli.md §1.3).
 
@@ -177,7 +178,9 @@ def preflight_images(
     Kubernetes step is then pulled in-cluster by a probe pod (kubernetes.md
     §9), watched for at most ``image_bootstrap_timeout_seconds`` (0 = no
     deadline), through ``services.prober``.
-    Without ``infra`` those rows are ``target_pull_unverified``.
+    Without ``infra`` those rows are ``target_pull_unverified``. ``project`` (an alias)
+    adds its registry credentials after the environment's, and its release namespace to
+    ``catalog_registry``'s order.
 
     Raises:
         SpecError: the spec is invalid.
@@ -186,22 +189,32 @@ def preflight_images(
         KubeError: no kubeconfig, or the context is not in it.
         RenderError: an ``imagePullSecrets`` overlay SkyPilot would reject.
     """
+    from npa_infra import config as npa_config
+    from npa_infra.registry import credentials as registry_credentials
     from npa_infra.render import images
     from npa_infra.workflow.planning import imagecheck, pullcheck
+    from npa_infra.workflow.target import credentials, stackfile
     from npa_infra.workflow.target import services as services_module
-    from npa_infra.workflow.target import stackfile
 
     del assume_decision  # preview-only: the union over all outcomes is always checked
     context_name = pullcheck.context_of(infra)
     environ = os.environ if env is None else env
     catalog = select(catalog_path, environ)
     v = loading.load_validated(spec_path, catalog, variables or {})
-    settings = stackfile.read_stack(stack, project_root or Path.cwd()) if stack else None
-    selection = images.ImageSelection(
-        tuple(image_overrides), image, imagecheck.catalog_registry(registry, settings, environ)
-    )
+    root = project_root or Path.cwd()
+    settings = stackfile.read_stack(stack, root) if stack else None
     given = services or services_module.Services()
-    checker = given.registry(environ, stack, insecure_registries)
+    chosen = credentials.for_project(project, environ, root=root, engine_factory=given.stack_engine)
+    release = chosen.release_namespace if chosen else None
+    selection = images.ImageSelection(
+        tuple(image_overrides),
+        image,
+        imagecheck.catalog_registry(registry, settings, environ, release),
+    )
+    names = registry_credentials.ENV_NAMES
+    home = npa_config.npa_home(environ)
+    with_project = credentials.overlay(environ, names, npa_home=home, project=chosen)
+    checker = given.registry(with_project, stack, insecure_registries)
     run_id = f"{v.spec.name}-plan"
     try:
         report = imagecheck.run(

@@ -31,13 +31,18 @@ __all__ = ["catalog_registry", "run", "trusted_registries"]
 
 
 def catalog_registry(
-    explicit: str | None, stack: stackfile.StackSettings | None, env: Mapping[str, str]
+    explicit: str | None,
+    stack: stackfile.StackSettings | None,
+    env: Mapping[str, str],
+    release_namespace: str | None = None,
 ) -> str:
-    """``--registry``, else the stack's, else ``NPA_REGISTRY``, else the project's default."""
+    """``--registry``, else the stack's, else ``NPA_REGISTRY``, else the selected project's
+    release namespace (``npa configure --release-namespace``), else the default."""
     return (
         explicit
         or (stack.registry if stack else "")
         or env.get("NPA_REGISTRY")
+        or release_namespace
         or pins.DEFAULT_REGISTRY
     )
 

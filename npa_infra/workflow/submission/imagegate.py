@@ -13,7 +13,7 @@
    probe whose cleanup failed is never ``ok`` and blocks the submit too.
    ``--plan-only`` creates no pod and never refuses on unproven rows. A live
    submit without an exact context probes nothing: ``supervision.runner.execute`` refuses
-   it (a usage error, exit 64) before anything is launched, with the remedy to pass one.
+   it (exit 2) before anything is launched, with the remedy to pass one.
 """
 
 from __future__ import annotations
@@ -44,7 +44,17 @@ def _registry_report(
     env: Mapping[str, str],
     services: Services,
 ) -> ImagePreflightReport:
-    registry = services.registry(env, options.stack, options.insecure_registries)
+    from npa_infra import config as npa_config
+    from npa_infra.registry import credentials as registry_credentials
+    from npa_infra.workflow.target import credentials
+
+    project = credentials.for_project(
+        options.project, env, root=options.project_root, engine_factory=services.stack_engine
+    )
+    with_project = credentials.overlay(
+        env, registry_credentials.ENV_NAMES, npa_home=npa_config.npa_home(env), project=project
+    )
+    registry = services.registry(with_project, options.stack, options.insecure_registries)
     try:
         return imagecheck.run(
             v.spec, catalog, run_id=run_id, selection=selection, client=registry, env=env

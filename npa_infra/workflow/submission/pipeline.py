@@ -203,9 +203,12 @@ def submit(
     )
     names = list(options.secret_env)
     home = npa_config.npa_home(environ)
-    sources = credentials.resolve_sources(names, environ, npa_home=home, stack=options.stack)
+    project = _project(options, environ, services)
+    sources = credentials.resolve_sources(
+        names, environ, npa_home=home, stack=options.stack, project=project
+    )
     if not options.plan_only:
-        credentials.require(sources, npa_home=home, stack=options.stack)
+        credentials.require(sources, npa_home=home, stack=options.stack, project=project)
     try:
         plan = planner.build_plan(
             spec, catalog, run_id=run_id, assume_decision=options.assume_decision
@@ -215,7 +218,9 @@ def submit(
     given = services or Services()
     stack = _stack_settings(options, environ, services)
     stackbinding.context(options.infra, stack)  # never a cluster other than the stack's
-    registry = imagecheck.catalog_registry(options.registry, stack, environ)
+    registry = imagecheck.catalog_registry(
+        options.registry, stack, environ, project.release_namespace if project else None
+    )
     gpu = accelerators.resolve_for_plan(
         plan,
         infra=options.infra,
@@ -270,6 +275,7 @@ def submit(
             jobs=jobs,
             stack=stack,
             image_pins=image_pins if checked is not None else None,
+            project=project,
         )
         # The planned source action is journaled with the run; the staging itself runs
         # once the run is durable, before the first launch (runtime-reference.md §1, §6).
@@ -305,7 +311,9 @@ def submit(
     paths = _write(jobs, (options.render_dir or npa_config.npa_home(environ) / "rendered") / run_id)
     docker_secrets = sorted({n for j in jobs for i in j.images for n in secret_names_for_image(i)})
     sources.update(
-        credentials.resolve_sources(docker_secrets, environ, npa_home=home, stack=options.stack)
+        credentials.resolve_sources(
+            docker_secrets, environ, npa_home=home, stack=options.stack, project=project
+        )
     )
     return SubmitReport(
         run_id=run_id,
@@ -354,6 +362,18 @@ def _source_request(options: SubmitOptions) -> sourcing.SourceRequest:
     )
 
 
+def _project(
+    options: SubmitOptions, env: Mapping[str, str], services: Services | None
+) -> credentials.ProjectSecrets | None:
+    """The selected project's credentials and release namespace (None: no project)."""
+    return credentials.for_project(
+        options.project,
+        env,
+        root=options.project_root,
+        engine_factory=(services or Services()).stack_engine,
+    )
+
+
 def _stack_settings(
     options: SubmitOptions, env: Mapping[str, str], services: Services | None = None
 ) -> stackfile.StackSettings | None:
@@ -382,6 +402,7 @@ def _live_request(
     jobs: list[documents.RenderedJob],
     stack: stackfile.StackSettings | None,
     image_pins: Mapping[str, str] | None = None,
+    project: credentials.ProjectSecrets | None = None,
 ) -> liverun.LiveRequest:
     preflight: dict[str, Any] = (
         {"decision": "passed", "pins": dict(image_pins)}
@@ -403,6 +424,7 @@ def _live_request(
         invocation=submitflags.resume_argv(spec_path, options, run_id),
         sky_bin=options.sky_bin,
         isolated_config_dir=options.isolated_config_dir,
+        project=project,
         extra={
             "poll": {"interval": options.poll_seconds, "max_wait": options.max_wait_seconds},
             "retries": options.retries,
@@ -438,9 +460,12 @@ def _submit_raw(
     )
     names = list(options.secret_env)
     home = npa_config.npa_home(env)
-    sources = credentials.resolve_sources(names, env, npa_home=home, stack=options.stack)
+    project = _project(options, env, services)
+    sources = credentials.resolve_sources(
+        names, env, npa_home=home, stack=options.stack, project=project
+    )
     if not options.plan_only:
-        credentials.require(sources, npa_home=home, stack=options.stack)
+        credentials.require(sources, npa_home=home, stack=options.stack, project=project)
     job = documents.RenderedJob(
         waves.job_name(run_id),
         None,
@@ -461,6 +486,7 @@ def _submit_raw(
                 fingerprint=_fingerprint_text(job.text),
                 jobs=[job],
                 stack=stack,
+                project=project,
             ),
             env,
             services,

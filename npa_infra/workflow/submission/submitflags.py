@@ -25,9 +25,13 @@ parse, which is what a resume will use.
 This module imports only the standard library (and the option help of
 ``npa_infra.projects``, a package that imports nothing) at import time: the
 CLI reads it to build its signature, and ``npa --help`` must stay fast.
-``-p/--project`` is not in the table: the CLI resolves it into ``--stack``,
+``-p/--project`` selects the target: the CLI resolves it into ``--stack``,
 ``--infra`` and ``--isolated-config-dir`` before building ``SubmitOptions``,
-so a resume command names the exact target, never an alias whose entry may change.
+so a resume command names the exact target, never only an alias whose entry
+may change. The alias is kept as well (``project``) for what only the
+project holds, its credentials and release namespace (issue 17); a resume
+that carries both is refused by the selection if the entry has since moved
+to another target (``projects.resolve`` rule 5).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from npa_infra.projects import STACK_HELP  # a constant; the package imports nothing
+from npa_infra.projects import PROJECT_HELP, STACK_HELP  # constants; the package imports nothing
 
 __all__ = [
     "COMMAND",
@@ -72,6 +76,7 @@ class SubmitOptions:
     infra: str | None = None
     secret_env: Sequence[str] = ()
     stack: str | None = None
+    project: str | None = None  # its credentials and release namespace (issue 17)
     max_concurrency: int = 0
     accept_eula: bool = True
     render_dir: Path | None = None
@@ -197,6 +202,7 @@ OPTIONS: tuple[Flag, ...] = (
         "Environment variable NAME passed as a SkyPilot secret (repeatable).",
     ),
     Flag("stack", ("--stack", "-s"), Kind.TEXT, None, STACK_HELP),
+    Flag("project", ("--project", "-p"), Kind.TEXT, None, PROJECT_HELP),
     Flag(
         "max_concurrency",
         ("--max-concurrency",),

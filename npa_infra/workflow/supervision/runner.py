@@ -64,7 +64,7 @@ def execute(
     context = _context(request)
     home = npa_config.npa_home(env)
     secrets = credentials.resolve_values(
-        request.secret_names, env, npa_home=home, stack=request.stack_name
+        request.secret_names, env, npa_home=home, stack=request.stack_name, project=request.project
     )
     warned: list[dict[str, str]] = []  # the drift gate's advisories, for the result
     sky, cluster, clock, isolated = adapters.open_adapters(

@@ -201,16 +201,16 @@ def test_verify_readyz_unauthorised_exit_1(npa: Invoke, cluster: FakeCluster, sk
     assert payload["kubernetes_enabled"] is False
 
 
-def test_verify_invalid_output_format_usage_exit_64(npa: Invoke, cluster: FakeCluster) -> None:
+def test_verify_invalid_output_format_usage_exit_2(npa: Invoke, cluster: FakeCluster) -> None:
     result = npa("verify", "--cluster", CTX, "--output-format", "yaml")
 
-    assert result.exit_code == 64
+    assert result.exit_code == 2
     assert result.stdout == ""
     assert "invalid --output-format" in result.stderr
 
 
-def test_verify_missing_cluster_usage_exit_64(npa: Invoke) -> None:
+def test_verify_missing_cluster_usage_exit_2(npa: Invoke) -> None:
     result = npa("verify", "--json")
 
-    assert result.exit_code == 64
+    assert result.exit_code == 2
     assert not result.stdout.strip().startswith("{")

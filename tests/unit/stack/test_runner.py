@@ -410,3 +410,43 @@ def test_engine_mutation_that_answered_leaves_no_record(settings: RunnerSettings
     assert runner.interrupted() == []
     assert not any((settings.pulumi_home / "npa-operations" / "dev").glob("*.json"))
     assert "refresh" not in [c.operation for c in command.calls]
+
+
+# -- secret config (issue 17: a stack-backed project's credentials) ---------------------------
+def test_secret_config_decrypted_value_and_absent_key_none(settings: RunnerSettings) -> None:
+    found = Replay(stdout=json.dumps({"value": "canary-77", "secret": True}))
+    missing = Replay(
+        code=255, stderr="error: configuration key 'npa-credentials:B' not found for stack 'dev'"
+    )
+    command = ReplayPulumiCommand({"config": [found, missing]})
+    runner = StackRunner(settings, command=command)
+
+    value = runner.secret_config("npa-credentials:A")
+    absent = runner.secret_config("npa-credentials:B")
+
+    assert value is not None and value.get_secret_value() == "canary-77"
+    assert "canary-77" not in repr(value)
+    assert absent is None
+    gets = [c.args for c in command.calls if c.operation == "config"]
+    assert gets[0][-5:] == ("get", "npa-credentials:A", "--json", "--stack", "dev")
+
+
+def test_set_secret_config_value_on_stdin_not_argv(settings: RunnerSettings) -> None:
+    from pydantic import SecretStr
+
+    read: list[bytes] = []
+
+    class Reading(ReplayPulumiCommand):
+        def run(self, args: list[str], cwd: str, additional_env: Any, *rest: Any) -> Any:
+            if "config" in args:
+                read.append(os.read(0, 1024))
+            return super().run(args, cwd, additional_env, *rest)
+
+    command = Reading({"config": Replay()})
+
+    StackRunner(settings, command=command).set_secret_config("k:A", SecretStr("canary-88"))
+
+    (call,) = [c for c in command.calls if c.operation == "config"]
+    assert call.args == ("--non-interactive", "config", "set", "k:A", "--secret", "--stack", "dev")
+    assert read == [b"canary-88"]
+    assert call.env["PULUMI_HOME"] == str(settings.pulumi_home)

@@ -4,6 +4,7 @@ agree, and every printed ``--resume-run`` command parses back into the run's opt
 from __future__ import annotations
 
 import dataclasses
+import os
 import shlex
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,8 +26,9 @@ from tests import strategies
 
 REPO = Path(__file__).resolve().parents[3]
 MINIMAL = REPO / "workflows" / "testing" / "minimal.yaml"
-# presentation, and -p/--project (resolved into --stack/--infra/--isolated-config-dir): not the run
-OUTPUT_ONLY = {"as_json", "output_format", "resume_alias", "project"}
+# presentation: not the run (-p/--project is in the table since issue 17: its credentials and
+# release namespace are the run's, so its resume command carries the alias with the target)
+OUTPUT_ONLY = {"as_json", "output_format", "resume_alias"}
 
 
 def _submit_command() -> typer.core.TyperCommand:
@@ -154,6 +156,9 @@ def test_resume_command_of_an_argv_not_resuming_the_run_is_a_bug() -> None:
 def test_resume_command_printed_reproduces_the_effective_options(
     fields: dict[str, Any], run: str, given_as: str | None, spec: str
 ) -> None:
+    # a project alias must name an entry or a stack where the command runs (selection refuses
+    # any other): test_resume_command_carries_the_project_and_its_target covers it
+    fields = {**fields, "project": None}
     original = submitflags.SubmitOptions(**fields, **({given_as: run} if given_as else {}))
     command = liverun.resume_command(submitflags.resume_argv(Path(spec), original, run), run)
 
@@ -219,3 +224,38 @@ def test_submit_sdk_live_request_invocation_carries_every_option(
     command = liverun.resume_command(request.invocation, "sdk-1")
     assert command.endswith("--resume-run sdk-1")
     assert "canary-secret-value" not in command  # secrets by name only
+
+
+def test_resume_command_carries_the_project_and_its_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from npa_infra.projects import store
+    from npa_infra.projects.models import Project
+
+    monkeypatch.setenv("NPA_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    store.save(Project(alias="lab", context="kind-lab", state_dir="/state"), os.environ)
+    with pytest.MonkeyPatch.context() as patch:
+        calls = _capture(patch)
+        result = CliRunner().invoke(
+            app,
+            ["workbench", "workflow", "submit", "spec.yaml", "-p", "lab", "--run-id", "r-1"],
+            catch_exceptions=False,
+        )
+    assert result.exit_code == 0, result.output
+    ((_, first),) = calls
+    assert (first.project, first.infra, first.isolated_config_dir) == (
+        "lab",
+        "k8s/kind-lab",
+        "/state",
+    )
+
+    argv = submitflags.resume_argv(Path("spec.yaml"), first, "r-1")
+
+    assert argv[argv.index("--project") + 1] == "lab"
+    assert argv[argv.index("--infra") + 1] == "k8s/kind-lab"
+    with pytest.MonkeyPatch.context() as patch:
+        calls = _capture(patch)
+        _invoke_printed(shlex.join(argv))
+    ((_, resumed),) = calls
+    assert dataclasses.replace(resumed, resume_run=None) == dataclasses.replace(first, run_id=None)
