@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 import os
+import select
 import signal
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,7 +96,9 @@ class Sim:
         """Run ``action`` in a forked child and SIGKILL it while its first ``command`` call
         (``"down"``, ``"jobs.launch"``) hangs, as a process lost mid-call; then clear the faults.
 
-        The simulator signals the hang on a FIFO, so the kill waits on that event, not a sleep.
+        The simulator signals the hang on a FIFO, so the kill waits on that event, not a
+        sleep; a child that ends before its call hangs (a refused drift gate, a port held by
+        another API server) fails the test at once instead of leaving it waiting for ever.
         """
         hanging, release = self.root / f"{command}.hang.fifo", self.root / f"{command}.release.fifo"
         os.mkfifo(hanging)
@@ -108,14 +112,36 @@ class Sim:
                 "release_fifo": str(release),
             }
         )
+        ended = self.root / f"{command}.ended.txt"
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child is killed
             try:
                 action()
+                ended.write_text("the action returned", encoding="utf-8")
+            except BaseException:
+                ended.write_text(traceback.format_exc(), encoding="utf-8")
             finally:
                 os._exit(3)
-        with open(hanging, encoding="ascii") as fifo:  # the call is hanging now
-            fifo.readline()
+        reader = os.open(hanging, os.O_RDONLY | os.O_NONBLOCK)
+        keeper = os.open(hanging, os.O_WRONLY)  # ours: no end-of-file before the hang's line
+        child = os.pidfd_open(pid)
+        try:
+            poller = select.poll()
+            poller.register(reader, select.POLLIN)
+            poller.register(child, select.POLLIN)
+            ready = {fd for fd, _ in poller.poll()}  # the call is hanging now, or the child ended
+        finally:
+            os.close(keeper)
+            os.close(child)
+            os.close(reader)
+        if reader not in ready:
+            _, status = os.waitpid(pid, 0)
+            self.faults()
+            why = ended.read_text(encoding="utf-8") if ended.exists() else "no word from it"
+            raise AssertionError(
+                f"the action ended (wait status {status}) before its first {command} call "
+                f"hung: {why}"
+            )
         os.kill(pid, signal.SIGKILL)
         _, status = os.waitpid(pid, 0)
         assert os.WIFSIGNALED(status)
