@@ -5,7 +5,7 @@ Every failure a user can cause or meet is an ``NpaError``: a one-sentence
 ``exit_code`` scripts can rely on, and JSON-safe ``details`` (never a secret).
 
     NpaError
-    ├── UsageError            bad flags or arguments (exit 2)
+    ├── UsageError            bad flags or arguments (exit 64, sysexits' EX_USAGE)
     ├── SpecError             the workflow spec is invalid (exit 1); carries located issues
     ├── RenderError           a valid plan cannot be rendered for SkyPilot (exit 1)
     ├── ConfigError           local configuration or environment is missing or wrong (exit 1)
@@ -39,10 +39,14 @@ Every failure a user can cause or meet is an ``NpaError``: a one-sentence
 
 ``InvariantError`` is a bug, not a user error: it derives from ``RuntimeError``
 and is never caught below the CLI's top-level handler.
+
+``ExitCode`` is the one table of process exit codes (README "Exit codes"):
+every command gives each number the same meaning.
 """
 
 from __future__ import annotations
 
+from enum import IntEnum
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -51,6 +55,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ConfigError",
     "EngineUnavailableError",
+    "ExitCode",
     "ExternalError",
     "InterruptedRunError",
     "InvariantError",
@@ -75,6 +80,19 @@ __all__ = [
 ]
 
 JsonDetails = dict[str, object]
+
+
+class ExitCode(IntEnum):
+    """What an ``npa`` exit code means, the same for every command."""
+
+    OK = 0
+    FAILED = 1  # a definite failure or refusal: nothing is left in doubt
+    UNPROVEN = 2  # the outcome is not proven: continue with the printed command
+    NO_ENGINE = 3  # the Pulumi engine (CLI or a provider plugin) is not installed
+    USAGE = 64  # the command line is wrong (sysexits' EX_USAGE); nothing was done
+    HANGUP = 129  # interrupted by SIGHUP
+    INTERRUPTED = 130  # interrupted by Ctrl-C (SIGINT)
+    TERMINATED = 143  # interrupted by SIGTERM
 
 
 class NpaError(Exception):
@@ -102,7 +120,7 @@ class NpaError(Exception):
 class UsageError(NpaError):
     """The command line itself is wrong."""
 
-    exit_code = 2
+    exit_code = ExitCode.USAGE
     category = "usage"
 
 
@@ -194,7 +212,7 @@ class ExternalError(NpaError):
 class EngineUnavailableError(NpaError):
     """The Pulumi engine is missing: the ``pulumi`` CLI, or a provider plugin it needs."""
 
-    exit_code = 3
+    exit_code = ExitCode.NO_ENGINE
     category = "engine_unavailable"
 
 
@@ -249,7 +267,7 @@ class LaunchFailedError(NpaError):
 class UncertainOutcomeError(NpaError):
     """The launch may or may not exist; only ``--resume-run`` with the same arguments is safe."""
 
-    exit_code = 2
+    exit_code = ExitCode.UNPROVEN
     category = "indeterminate"
 
 
@@ -262,7 +280,7 @@ class RunCancelledError(NpaError):
 class InterruptedRunError(NpaError):
     """The operator interrupted the command after its checkpoint was written."""
 
-    exit_code = 130
+    exit_code = ExitCode.INTERRUPTED
     category = "interrupted"
 
 

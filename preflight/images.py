@@ -76,13 +76,20 @@ class ImagePreflightReport(BaseModel):
                 out[row.image] = parsed.pinned(row.digest)
         return out
 
-    def to_json(self) -> list[dict[str, Any]]:
-        """``preflight-images --json``: a bare list of rows (cli.md §0)."""
-        return [row.to_json() for row in self.rows]
+    def to_json(self) -> dict[str, Any]:
+        """``preflight-images --json``: ``{status, platform, rows[]}``, ``status`` the decision.
+
+        One object with a ``status`` like every command's (issue 17; cli.md §0
+        had a bare list of rows). Each row keeps its shape.
+        """
+        return {"status": self.decision, "platform": self.platform, "rows": self._rows_json()}
 
     def summary_json(self) -> dict[str, Any]:
         """``submit``'s ``preflight{decision, checks[]}``."""
-        return {"decision": self.decision, "platform": self.platform, "checks": self.to_json()}
+        return {"decision": self.decision, "platform": self.platform, "checks": self._rows_json()}
+
+    def _rows_json(self) -> list[dict[str, Any]]:
+        return [row.to_json() for row in self.rows]
 
 
 def first_party_build(ref: ImageRef) -> str | None:

@@ -5,7 +5,16 @@ import sys
 
 import typer
 
-from npa_infra.cli import cleanup, cluster, configure, skypilot, stack, workflow
+from npa_infra.cli import (
+    cleanup,
+    cluster,
+    completion,
+    configure,
+    rootgroup,
+    skypilot,
+    stack,
+    workflow,
+)
 
 __all__ = ["app", "run"]
 
@@ -13,7 +22,9 @@ app = typer.Typer(
     name="npa",
     help="Run multi-stage ML workflows on SkyPilot managed jobs over Kubernetes, safely.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=False,  # completion.ShowOpt/InstallOpt name the shell instead of guessing it
+    cls=rootgroup.RootGroup,  # usage errors exit 64, unhandled errors rendered once
+    context_settings={"help_option_names": ["-h", "--help"]},  # inherited by every subcommand
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
     rich_markup_mode=None,
@@ -30,9 +41,22 @@ app.add_typer(cluster.app, name="cluster")
 app.command("configure")(configure.configure_cmd)
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib import metadata
+
+        sys.stdout.write(f"npa {metadata.version('npa-infra')}\n")
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _root(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks for unexpected errors."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+    show_completion: completion.ShowOpt = None,
+    install_completion: completion.InstallOpt = None,
 ) -> None:
     """npa-infra: validate, plan, render and launch npa.workflow specs."""
     if debug:
@@ -56,8 +80,8 @@ def run() -> None:
     except Exception as exc:  # the one top-level handler (style.md rule 8)
         if os.environ.get("NPA_DEBUG"):
             raise
-        sys.stderr.write(f"Error: unexpected {type(exc).__name__}: {str(exc)[:300]}\n")
-        sys.stderr.write("Hint: rerun with --debug and report the traceback\n")
+        error = rootgroup.internal_error(exc)  # its type and origin, never its text
+        sys.stderr.write(f"Error: {error['message']}\nHint: {error['remedy']}\n")
         raise SystemExit(1) from None
 
 

@@ -83,9 +83,9 @@ def warn_spec(issues: list[SpecIssue], label: str, *, placeholder_bucket: bool) 
 def fail(exc: NpaError, *, as_json: bool, extra: dict[str, Any] | None = None) -> NoReturn:
     """Render an expected failure and exit with its code.
 
-    A usage error never prints JSON, even under ``--json`` (cli.md §0): scripts
-    tell the two cases apart by the output. ``extra`` adds command-specific keys
-    (``submit`` adds ``run_id`` and ``launch_transaction``).
+    A usage error never prints JSON, even under ``--json`` (cli.md §0); its
+    exit code, 64, tells it apart from a verdict (issue 17). ``extra`` adds
+    command-specific keys (``submit`` adds ``run_id`` and ``launch_transaction``).
     """
     if isinstance(exc, SpecError):
         if as_json:

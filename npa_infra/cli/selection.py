@@ -98,7 +98,7 @@ def stack_name(
     default: str | None = None,
     context: str | None = None,
 ) -> str:
-    """The stack of an ``npa stack`` command; ``default`` None: one must be given (exit 2)."""
+    """The stack of an ``npa stack`` command; ``default`` None: one must be given (exit 64)."""
     from npa_infra.errors import ConfigError, ProjectError, UsageError
     from npa_infra.stack import config as stack_config
 

@@ -122,8 +122,11 @@ class KubeApi:
         except KubeError as exc:
             return self._sample(False, None, failures.kind_of(exc), exc.message)
         except failures.upstream_errors() as exc:
-            kind = failures.classify(exc)
-            return self._sample(False, _status_of(exc), kind, failures.describe(exc))
+            kind = failures.classify(exc)  # a refused connection stays TRANSPORT (§1.2)
+            detail = failures.describe(exc)
+            if failures.refused(exc):
+                detail = f"connection refused by {self._server()}"
+            return self._sample(False, _status_of(exc), kind, detail)
         text = data.decode("utf-8", errors="replace")
         if status == 200 and text.startswith("ok"):  # kubernetes.md §1.2
             return self._sample(True, status, KubeErrorKind.NONE, "")
@@ -341,6 +344,11 @@ class KubeApi:
             stamp = event.last_timestamp or event.event_time or event.first_timestamp
             events.append((str(stamp or ""), event.reason or "", event.message or ""))
         return tuple(PodEvent(reason, message) for _, reason, message in sorted(events))
+
+    def _server(self) -> str:
+        """The API server address the client talks to (the kubeconfig's ``server``)."""
+        host = self._api.configuration.host if self._api is not None else None
+        return str(host) if host else f"the API server of context {self.context!r}"
 
     def _sample(
         self, ok: bool, status: int | None, kind: KubeErrorKind, detail: str

@@ -31,10 +31,13 @@ ambiguous. The upstream tree (kubernetes 37, urllib3 2) and where it lands::
     anything else (pydantic ValidationError, ValueError …)               UNEXPECTED
 
 ``KubeError`` carries its kind as ``details["kind"]``; ``kind_of`` reads it back.
+``refused`` tells a refused connection (ECONNREFUSED: nothing listens at the
+server's address) apart within TRANSPORT, so it can be reported as such.
 """
 
 from __future__ import annotations
 
+import errno
 import http.client
 import ssl
 from collections.abc import Iterable
@@ -48,6 +51,7 @@ __all__ = [
     "kind_for_status",
     "kind_of",
     "kube_error",
+    "refused",
     "remedy_for",
     "translate",
     "upstream_errors",
@@ -186,6 +190,27 @@ def classify(exc: BaseException) -> KubeErrorKind:
     if isinstance(exc, ConnectionError | TimeoutError | http.client.HTTPException):
         return KubeErrorKind.TRANSPORT
     return KubeErrorKind.UNEXPECTED
+
+
+def refused(exc: BaseException) -> bool:
+    """Whether ``exc`` is, or wraps, a refused TCP connection (ECONNREFUSED).
+
+    urllib3 raises ``MaxRetryError(reason=NewConnectionError(...))``, the latter
+    chained ``from`` the socket's ``ConnectionRefusedError``; the chain is walked.
+    """
+    seen: set[int] = set()
+    todo: list[object] = [exc]
+    while todo:
+        current = todo.pop()
+        if not isinstance(current, BaseException) or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno == errno.ECONNREFUSED:
+            return True
+        if isinstance(current, ConnectionRefusedError):
+            return True
+        todo.extend((current.__cause__, current.__context__, getattr(current, "reason", None)))
+    return False
 
 
 def upstream_errors() -> tuple[type[BaseException], ...]:

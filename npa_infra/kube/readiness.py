@@ -254,14 +254,19 @@ class ReadinessProgress:
     streak: int
     required: int
     elapsed: float
+    deadline: float = DEFAULT_POLICY.deadline
 
     def text(self) -> str:
-        """``waiting for /readyz: 2/3 ok, 7.5 s`` (the CLI prints it on stderr)."""
-        counts = f"{self.streak}/{self.required} ok, {self.elapsed:.1f} s"
+        """One line naming what is awaited, the deadline, and why the last sample failed.
+
+        ``waiting for /readyz of context ctx: 0/3 ok, 5.0 s of 120 s: connection
+        refused by https://10.0.0.1:6443`` (the CLI prints it on stderr; issue 17).
+        """
+        counts = f"{self.streak}/{self.required} ok, {self.elapsed:.1f} s of {self.deadline:g} s"
+        why = f": {self.sample.detail}" if self.sample.detail else ""
         if self.verdict is Verdict.WAITING:
-            return f"waiting for /readyz: {counts}"
-        tail = f" ({self.sample.detail})" if self.sample.detail else ""
-        return f"/readyz {self.verdict.value}: {counts}{tail}"
+            return f"waiting for /readyz of context {self.context}: {counts}{why}"
+        return f"/readyz of context {self.context} {self.verdict.value}: {counts}{why}"
 
 
 class ReadinessInterrupted(KeyboardInterrupt):
@@ -332,6 +337,7 @@ def wait_ready(
                         gate.streak,
                         policy.successes,
                         sample.at - started,
+                        policy.deadline,
                     )
                 )
             if decision.final:

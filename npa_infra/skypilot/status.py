@@ -20,9 +20,9 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, computed_field
 
 from npa_infra import config as npa_config
 from npa_infra.errors import ConfigError
@@ -192,6 +192,14 @@ class StatusReport(BaseModel):
     api_server: ApiServerState
     warnings: tuple[str, ...]
     remedies: tuple[str, ...]
+
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented computed-field form
+    @property
+    def status(self) -> Literal["ok", "not_installed", "failed"]:
+        """``ok``, ``not_installed`` (no binary resolved) or ``failed`` (the gate refused it)."""
+        if self.ok:
+            return "ok"
+        return "not_installed" if self.bin_path is None else "failed"
 
     @property
     def exit_code(self) -> int:

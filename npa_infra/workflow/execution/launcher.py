@@ -160,7 +160,7 @@ class LaunchDriver:
         self._journal = journal
         self._clock = clock
         self._cluster = cluster
-        self._readiness = readiness or _wait_ready(clock)
+        self._readiness = readiness or _wait_ready(clock, progress)
         self._progress = progress
         self._child_wait = child_wait
         self._durable: dict[AttemptKey, TransactionRecord] = {}
@@ -330,13 +330,17 @@ class LaunchDriver:
 
 
 def _wait_ready(
-    clock: Clock,
+    clock: Clock, progress: Callable[[str], None] | None = None
 ) -> Callable[[KubeCluster], tuple[Evidence, tuple[dict[str, object], ...], Category, str]]:
     def gate(cluster: KubeCluster) -> tuple[Evidence, tuple[dict[str, object], ...], Category, str]:
         from npa_infra.kube import readiness
 
+        # each sample's line names the context, the deadline and a failed sample's cause
+        shown = None if progress is None else (lambda p: progress(p.text()))
         try:
-            evidence = readiness.wait_ready(cluster, clock=clock.now, sleep=clock.sleep)
+            evidence = readiness.wait_ready(
+                cluster, clock=clock.now, sleep=clock.sleep, on_sample=shown
+            )
         except readiness.ReadinessInterrupted as exc:
             raise KeyboardInterrupt from exc
         samples = (evidence.to_json(),)

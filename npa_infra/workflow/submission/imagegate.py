@@ -13,7 +13,7 @@
    probe whose cleanup failed is never ``ok`` and blocks the submit too.
    ``--plan-only`` creates no pod and never refuses on unproven rows. A live
    submit without an exact context probes nothing: ``supervision.runner.execute`` refuses
-   it (exit 2) before anything is launched, with the remedy to pass one.
+   it (a usage error, exit 64) before anything is launched, with the remedy to pass one.
 """
 
 from __future__ import annotations

@@ -46,6 +46,15 @@ def api_for(fake: FakeKube, context: str = "fake-a") -> KubeApi:
     return KubeApi(fake.kubeconfig, context)
 
 
+def unreachable_server(fake: FakeKube) -> str:
+    """The server of the double's "unreachable" context: a closed port on 127.0.0.1."""
+    document = yaml.safe_load(fake.kubeconfig.read_text())
+    (server,) = [
+        c["cluster"]["server"] for c in document["clusters"] if c["name"] == "fake-unreachable"
+    ]
+    return str(server)
+
+
 def nodes_by_name(fake: FakeKube, context: str = "fake-a") -> dict[str, NodeInfo]:
     with api_for(fake, context) as api:
         return {n.name: n for n in api.nodes()}
@@ -126,6 +135,40 @@ def test_readyz_failing_context_sample_kind(
     assert (sample.ok, sample.kind) == (False, kind)
 
 
+def test_readyz_refused_connection_transient_sample_names_the_address(fake_kube: FakeKube) -> None:
+    # "unreachable" is a context whose server is a closed port on 127.0.0.1
+    server = unreachable_server(fake_kube)
+
+    with api_for(fake_kube, "unreachable") as api:
+        sample = api.readyz(timeout=5.0)
+
+    assert (sample.ok, sample.kind) == (False, KubeErrorKind.TRANSPORT)  # kubernetes.md §1.2
+    assert sample.detail == f"connection refused by {server}"
+
+
+def test_wait_ready_refused_connection_reported_on_first_line_fails_closed_at_deadline(
+    fake_kube: FakeKube,
+) -> None:
+    server = unreachable_server(fake_kube)
+    clock = FakeClock()
+    lines: list[str] = []
+
+    with api_for(fake_kube, "unreachable") as api:
+        evidence = wait_ready(
+            api, clock=clock, sleep=clock.sleep, on_sample=lambda p: lines.append(p.text())
+        )
+
+    assert lines[0] == (
+        "waiting for /readyz of context unreachable: 0/3 ok, 0.0 s of 120 s: "
+        f"connection refused by {server}"
+    )
+    assert all("of context unreachable" in line and "of 120 s" in line for line in lines)
+    # transient (kubernetes.md §1.2): sampled to the deadline, then never ready
+    assert (evidence.state, evidence.reason) == (Verdict.TRANSIENT_UNAVAILABLE, Reason.DEADLINE)
+    assert lines[-1].startswith("/readyz of context unreachable transient_unavailable: 0/3 ok")
+    assert {s.classification for s in evidence.samples} == {SampleClass.TRANSIENT}
+
+
 def test_readyz_forbidden_user_public_endpoint_ok(fake_kube: FakeKube) -> None:
     with api_for(fake_kube, "forbidden") as api:
         assert api.readyz().ok
@@ -167,7 +210,7 @@ def test_wait_ready_flapping_server_ready_after_stable_streak(fake_kube: FakeKub
     assert evidence.samples[4].kind is KubeErrorKind.TRANSPORT
     assert clock.sleeps == [5.0] * 7
     assert len(fake_kube.readyz.calls) == 8
-    assert progress[-2].text() == "waiting for /readyz: 2/3 ok, 30.0 s"
+    assert progress[-2].text() == "waiting for /readyz of context fake-a: 2/3 ok, 30.0 s of 120 s"
 
 
 def test_wait_ready_scripted_401_terminal_after_second_sample(fake_kube: FakeKube) -> None:

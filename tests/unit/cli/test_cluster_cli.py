@@ -104,5 +104,5 @@ def test_cluster_down_missing_cluster_option_is_a_usage_error(kubeconfig: Path) 
 
     code, stdout, stderr = _invoke(fake, opened, "--json")
 
-    assert code == 2 and stdout == "" and "--cluster" in stderr
+    assert code == 64 and stdout == "" and "--cluster" in stderr
     assert opened == []

@@ -256,10 +256,10 @@ def test_gpus_unknown_context_exit_1_lists_contexts(
     assert "alpha" in payload["error"]["message"]
 
 
-def test_gpus_missing_cluster_usage_error_exit_2(npa: Invoke) -> None:
+def test_gpus_missing_cluster_usage_error_exit_64(npa: Invoke) -> None:
     result = npa("gpus", "--json")
 
-    assert result.exit_code == 2
+    assert result.exit_code == 64
     assert not result.stdout.strip().startswith("{")
 
 

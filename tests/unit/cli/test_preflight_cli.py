@@ -82,14 +82,16 @@ def _not_found(image: str) -> ManifestCheck:
 # -- preflight-images ---------------------------------------------------------------------
 
 
-def test_preflight_images_json_bare_list_every_branch_exit_0(
+def test_preflight_images_json_object_with_rows_every_branch_exit_0(
     npa: Invoke, fake_registry: FakeRegistry, fake_prober: CliFakeProber
 ) -> None:
     result = npa("preflight-images", LOOP_DECISION, *INFRA, "--json")
 
     assert result.exit_code == 0, result.stderr
-    rows = json.loads(result.stdout)
-    assert isinstance(rows, list)
+    payload = json.loads(result.stdout)
+    assert set(payload) == {"status", "platform", "rows"}
+    assert (payload["status"], payload["platform"]) == ("passed", "linux/amd64")
+    rows = payload["rows"]
     assert all(set(r) == ROW_KEYS for r in rows)
     assert all(set(r["probe"]) == PROBE_KEYS for r in rows)
     assert {(r["probe"]["status"], r["probe"]["cleanup"]) for r in rows} == {
@@ -125,7 +127,7 @@ def test_preflight_images_missing_pinned_tag_exit_1_build_command(
     text = npa("preflight-images", LOOP_DECISION, *INFRA)
 
     assert result.exit_code == 1
-    (row,) = [r for r in json.loads(result.stdout) if r["status"] != "ok"]
+    (row,) = [r for r in json.loads(result.stdout)["rows"] if r["status"] != "ok"]
     assert (row["image"], row["status"], row["http_status"]) == (VIEWER, "not_found", 404)
     assert row["error_code"] == "MANIFEST_UNKNOWN"
     assert row["remedy"] == "build and push the pinned tag: " + pins.build_command("npa-viewer")
@@ -140,7 +142,7 @@ def test_preflight_images_only_unproven_exit_2(npa: Invoke, fake_registry: FakeR
     result = npa("preflight-images", LOOP_DECISION, *INFRA, "--json")
 
     assert result.exit_code == 2
-    assert {r["status"] for r in json.loads(result.stdout)} == {"ok", "unreachable"}
+    assert {r["status"] for r in json.loads(result.stdout)["rows"]} == {"ok", "unreachable"}
 
 
 def test_preflight_images_overrides_distinct_exact_beats_global(
@@ -160,7 +162,7 @@ def test_preflight_images_overrides_distinct_exact_beats_global(
     )
 
     assert result.exit_code == 0, result.stderr
-    steps = {r["image"]: r["steps"] for r in json.loads(result.stdout)}
+    steps = {r["image"]: r["steps"] for r in json.loads(result.stdout)["rows"]}
     assert steps == {
         "registry.example.com/all:1": ["check-trigger"],
         "registry.example.com/split:1": ["split"],
@@ -186,7 +188,7 @@ def test_preflight_images_invalid_image_exit_1_never_sent(
     result = npa("preflight-images", LINEAR, "--image", "Registry.example.com/UPPER:1", "--json")
 
     assert result.exit_code == 1
-    (row,) = json.loads(result.stdout)
+    (row,) = json.loads(result.stdout)["rows"]
     assert row["status"] == "invalid"
     assert fake_registry.calls == []
 
@@ -204,7 +206,7 @@ def test_preflight_images_invalid_spec_json_errors_exit_1(npa: Invoke, tmp_path:
 def test_preflight_images_bad_override_usage_error_no_json(npa: Invoke) -> None:
     result = npa("preflight-images", LINEAR, "--image-override", "no-equals", "--json")
 
-    assert result.exit_code == 2
+    assert result.exit_code == 64
     assert not result.stdout.strip().startswith(("[", "{"))
     assert "--image-override" in result.stderr
 
@@ -340,7 +342,7 @@ def test_preflight_images_without_infra_target_pull_unverified_exit_2(
     result = npa("preflight-images", LOOP_DECISION, "--json")
 
     assert result.exit_code == 2
-    rows = json.loads(result.stdout)
+    rows = json.loads(result.stdout)["rows"]
     assert {r["status"] for r in rows} == {"target_pull_unverified"}
     assert all("no exact --infra k8s/<context>" in r["detail"] for r in rows)
     assert all(r["probe"] is None and r["digest"] for r in rows)
@@ -355,7 +357,7 @@ def test_preflight_images_probe_pull_refused_exit_1_incompatible(
     result = npa("preflight-images", LOOP_DECISION, *INFRA, "--json")
 
     assert result.exit_code == 1
-    rows = json.loads(result.stdout)
+    rows = json.loads(result.stdout)["rows"]
     assert {r["status"] for r in rows} == {"probe_incompatible"}
     probe = rows[0]["probe"]
     assert (probe["status"], probe["cleanup"]) == ("incompatible", "verified")
@@ -381,7 +383,7 @@ def test_preflight_images_probe_deadline_indeterminate_exit_2_text(
 def test_preflight_images_infra_not_kubernetes_usage_error(npa: Invoke) -> None:
     result = npa("preflight-images", LINEAR, "--infra", "nebius", "--json")
 
-    assert result.exit_code == 2
+    assert result.exit_code == 64
     assert result.stdout == ""  # cli.md §0: a usage error prints no JSON
     assert "Error: --infra 'nebius' is not k8s/<context>" in result.stderr
 
@@ -431,5 +433,5 @@ def test_submit_plan_only_never_opens_the_cluster(
 def test_submit_negative_bootstrap_timeout_usage_error(npa: Invoke) -> None:
     result = npa("submit", LINEAR, "--plan-only", "--image-bootstrap-timeout-seconds", "-1")
 
-    assert result.exit_code == 2
+    assert result.exit_code == 64
     assert "--image-bootstrap-timeout-seconds" in result.stderr

@@ -309,7 +309,7 @@ def test_unreadable_project_entry_names_the_file(npa: Invoke, home: dict[str, st
 def test_stack_destructive_commands_have_no_default_stack(npa: Invoke, command: str) -> None:
     result = npa("stack", command, "--yes", "--json")
 
-    assert result.exit_code == 2
+    assert result.exit_code == 64
     assert result.stdout == ""
     assert f"Error: `npa stack {command}` has no default stack" in result.stderr
     assert f"Hint: npa stack {command} --stack NAME" in result.stderr
@@ -356,10 +356,10 @@ def test_gpus_stack_backed_project_uses_stack_context(npa: Invoke, cluster: Inst
 @pytest.mark.parametrize(
     "argv", [(*WF, "gpus", "--json"), ("skypilot", "verify", "--json")], ids=["gpus", "verify"]
 )
-def test_no_context_anywhere_usage_error_exit_2(npa: Invoke, argv: tuple[str, ...]) -> None:
+def test_no_context_anywhere_usage_error_exit_64(npa: Invoke, argv: tuple[str, ...]) -> None:
     result = npa(*argv)
 
-    assert result.exit_code == 2
+    assert result.exit_code == 64
     assert result.stdout == ""
     assert "Error: no context: --cluster was not given" in result.stderr
 

@@ -83,7 +83,7 @@ def test_preflight_images_injected_registry_and_prober_replace_the_real_ones() -
     result = _preflight(Services(registry=lambda *_: registry, prober=prober), "--infra", "k8s/ctx")
 
     assert result.exit_code == 0, result.stderr
-    rows = json.loads(result.stdout)
+    rows = json.loads(result.stdout)["rows"]
     assert {r["image"] for r in rows} == {ISAAC, WORKBENCH, VIEWER}
     assert {r["probe"]["status"] for r in rows} == {"compatible"}
     assert sorted(registry.calls) == sorted({ISAAC, WORKBENCH, VIEWER})
@@ -98,7 +98,8 @@ def test_preflight_images_injected_registry_not_found_exit_1() -> None:
     result = _preflight(Services(registry=lambda *_: registry))
 
     assert result.exit_code == 1
-    assert {r["image"]: r["status"] for r in json.loads(result.stdout)}[VIEWER] == "not_found"
+    rows = json.loads(result.stdout)["rows"]
+    assert {r["image"]: r["status"] for r in rows}[VIEWER] == "not_found"
 
 
 def _preflight(given: Services, *args: str) -> Result:

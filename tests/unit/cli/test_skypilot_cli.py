@@ -101,7 +101,9 @@ def test_status_json_healthy_exit_0(npa: Invoke, tmp_path: Path) -> None:
 
     assert result.exit_code == 0, result.stderr
     payload = json.loads(result.stdout)
+    assert payload["status"] == "ok"
     assert set(payload) == {
+        "status",
         "ok",
         "bin_path",
         "source",
@@ -128,7 +130,7 @@ def test_status_json_kubernetes_37_exit_1_with_remedy(npa: Invoke, tmp_path: Pat
 
     assert result.exit_code == 1
     payload = json.loads(result.stdout)
-    assert payload["ok"] is False
+    assert (payload["ok"], payload["status"]) == (False, "failed")
     assert any("pod_config" in w for w in payload["warnings"])
     assert status.BOOTSTRAP_REMEDY in payload["remedies"]
 
@@ -139,6 +141,7 @@ def test_status_json_not_installed_exit_1(npa: Invoke) -> None:
     assert result.exit_code == 1
     payload = json.loads(result.stdout)
     assert payload["ok"] is False and payload["bin_path"] is None
+    assert payload["status"] == "not_installed"
 
 
 def test_status_text_wrong_version_gate_failed_hint_on_stderr(npa: Invoke, tmp_path: Path) -> None:

@@ -190,7 +190,7 @@ def test_preview_text_lists_steps(npa: Invoke, engine: Callable[[Scripts], objec
 def test_preview_json_and_markdown_usage_error(npa: Invoke) -> None:
     result = npa("preview", "--json", "--markdown")
 
-    assert (result.exit_code, result.stdout) == (2, "")
+    assert (result.exit_code, result.stdout) == (64, "")
     assert "exclude each other" in result.stderr
 
 

@@ -55,10 +55,10 @@ def checkout(tmp_path: Path) -> Path:
     return root
 
 
-def test_stage_src_no_bucket_usage_exit_2_no_json(checkout: Path) -> None:
+def test_stage_src_no_bucket_usage_exit_64_no_json(checkout: Path) -> None:
     result = npa("stage-src", "--source", checkout, "--json")
 
-    assert result.exit_code == 2
+    assert result.exit_code == 64
     assert result.stdout == ""
     assert "Error: no bucket to stage into" in result.stderr
     assert "Hint: pass --bucket BUCKET" in result.stderr
@@ -71,7 +71,7 @@ def test_stage_src_missing_source_dir_exit_1(tmp_path: Path) -> None:
     assert "is not a directory" in result.stderr
 
 
-def test_submit_stage_src_with_image_usage_exit_2(bare_spec: Path, checkout: Path) -> None:
+def test_submit_stage_src_with_image_usage_exit_64(bare_spec: Path, checkout: Path) -> None:
     result = npa(
         "submit",
         bare_spec,
@@ -85,7 +85,7 @@ def test_submit_stage_src_with_image_usage_exit_2(bare_spec: Path, checkout: Pat
         "--json",
     )
 
-    assert result.exit_code == 2
+    assert result.exit_code == 64
     assert result.stdout == ""
     assert "--stage-src conflicts with --image" in result.stderr
 

@@ -29,9 +29,9 @@ def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     [(), ("run-1", "--all"), ("--stack", "s"), ("--json",)],
     ids=["neither", "both", "stack_alone", "json_neither"],
 )
-def test_status_all_bad_arguments_usage_error_exit_2_no_json(args: tuple[str, ...]) -> None:
+def test_status_all_bad_arguments_usage_error_exit_64_no_json(args: tuple[str, ...]) -> None:
     code, stdout, stderr = _invoke(*args)
-    assert code == 2
+    assert code == 64
     assert stdout == ""
     assert "exactly one of RUN_ID or --all" in stderr
 

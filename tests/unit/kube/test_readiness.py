@@ -94,6 +94,7 @@ class Step:
     status: int | None = 200
     takes: float = 0.0
     raises: bool = False  # answer with a raised KubeError instead of a sample
+    detail: str = ""
 
 
 @dataclass
@@ -113,7 +114,9 @@ class ScriptedCluster:
         if step.raises:
             raise failures.kube_error(step.kind, f"{step.kind} raised", context=self.context)
         # ``at`` deliberately wrong: wait_ready must stamp samples with its own clock.
-        return ReadyzSample(at=-1.0, ok=step.ok, status=step.status, kind=step.kind, detail="")
+        return ReadyzSample(
+            at=-1.0, ok=step.ok, status=step.status, kind=step.kind, detail=step.detail
+        )
 
     def nodes(self) -> list[NodeInfo]:
         return []
@@ -125,8 +128,10 @@ class ScriptedCluster:
         return True
 
 
-def bad(kind: KubeErrorKind, status: int | None = None, takes: float = 0.0) -> Step:
-    return Step(kind=kind, ok=False, status=status, takes=takes)
+def bad(
+    kind: KubeErrorKind, status: int | None = None, takes: float = 0.0, detail: str = ""
+) -> Step:
+    return Step(kind=kind, ok=False, status=status, takes=takes, detail=detail)
 
 
 def waited(
@@ -491,10 +496,24 @@ def test_wait_ready_progress_hook_reports_streak_and_time() -> None:
     waited([Step(takes=2.5)], on_sample=seen.append)
 
     assert [p.text() for p in seen] == [
-        "waiting for /readyz: 1/3 ok, 2.5 s",
-        "waiting for /readyz: 2/3 ok, 7.5 s",
-        "/readyz ready: 3/3 ok, 12.5 s",
+        "waiting for /readyz of context ctx-a: 1/3 ok, 2.5 s of 120 s",
+        "waiting for /readyz of context ctx-a: 2/3 ok, 7.5 s of 120 s",
+        "/readyz of context ctx-a ready: 3/3 ok, 12.5 s of 120 s",
     ]
+
+
+def test_wait_ready_progress_failed_sample_names_cause_and_deadline_every_line() -> None:
+    seen: list[ReadinessProgress] = []
+    refused = "connection refused by https://10.0.0.1:6443"
+
+    waited(
+        [bad(KubeErrorKind.TRANSPORT, None, detail=refused)], deadline=12.0, on_sample=seen.append
+    )
+
+    texts = [p.text() for p in seen]
+    assert texts[0] == f"waiting for /readyz of context ctx-a: 0/3 ok, 0.0 s of 12 s: {refused}"
+    assert all("of 12 s" in t and t.endswith(refused) for t in texts)
+    assert texts[-1].startswith("/readyz of context ctx-a transient_unavailable: 0/3 ok, 12.0 s")
 
 
 def test_wait_ready_interrupt_raises_typed_interrupt_with_evidence() -> None:

@@ -25,6 +25,7 @@ GOOD = {
     "click": "8.1.8",
 }
 STATUS_KEYS = {
+    "status",  # ok | not_installed | failed (issue 17: every --json object has one)
     "ok",
     "bin_path",
     "source",
@@ -248,6 +249,7 @@ def test_status_healthy_ok_true_with_cli_shape(env: dict[str, str], venv: FakeVe
     payload = report.model_dump(mode="json")
     assert set(payload) == STATUS_KEYS
     assert payload == {
+        "status": "ok",
         "ok": True,
         "bin_path": env["NPA_SKYPILOT_BIN"],
         "source": "env",
