@@ -89,6 +89,7 @@ __all__ = [
     "pull_secret_layers",
     "random_spec_texts",
     "run_outcome_evidence",
+    "sky_check_results",
     "sky_command_results",
     "source_files",
     "submit_option_fields",
@@ -1462,4 +1463,43 @@ def controller_gate_inputs(draw: st.DrawFn) -> Any:
         down_detail=draw(st.sampled_from(("", "RuntimeError: boom"))),
         deadline_passed=draw(st.booleans()),
         confirmed=draw(st.booleans()),
+    )
+
+
+# -- sky check kubernetes (npa_infra/skypilot/checkoutput.py; issue 17) ------------------------
+# Lines of 0.12.2's `sky check kubernetes` (real/check_kubernetes_tools_missing.txt,
+# sky/check.py) and near misses.
+SKY_CHECK_LINES: tuple[str, ...] = (
+    "Checking credentials to enable infra for SkyPilot.",
+    "\x1b[2m  Kubernetes: disabled \x1b[0m\x1b[0m",
+    "\x1b[32m\x1b[22m  Kubernetes: enabled [compute]\x1b[0m",
+    "    Reason [compute]: `socat` is required to setup Kubernetes cloud and it is not installed. ",
+    "    Reason [compute]:     ",
+    "        Allowed contexts:",
+    "    \x1b[2m└── \x1b[0mnpa-ctx: \x1b[32menabled.\x1b[0m\x1b[0m",
+    "        \x1b[2m└── \x1b[0mnpa-ctx: \x1b[91mdisabled.\x1b[0m\x1b[2m Reason: (401)\x1b[0m",
+    "    ├── other",
+    "\x1b[32m🎉 Enabled infra 🎉\x1b[0m",
+    "  \x1b[32mKubernetes [compute]\x1b[0m",
+    "  No infra to check/enabled.",
+    "Using SkyPilot API server: http://127.0.0.1:46580",
+    "Using SkyPilot API server: https://sky.example.com",
+    "Using SkyPilot API server:",
+    "Kubernetes: enabledness",
+    "sky.exceptions.ApiServerConnectionError: Could not connect to SkyPilot API server",
+    "",
+)
+
+
+@st.composite
+def sky_check_results(draw: st.DrawFn) -> CommandResult:
+    """A finished ``sky check kubernetes``: recorded lines and arbitrary text, any exit."""
+    piece = st.sampled_from(SKY_CHECK_LINES) | st.text(max_size=30)
+    stream = st.lists(piece, max_size=8).map("\n".join)
+    return CommandResult(
+        argv=("sky", "check", "kubernetes"),
+        returncode=draw(st.sampled_from((0, 0, 0, 1, 2, 127)) | st.integers()),
+        stdout=draw(stream),
+        stderr=draw(st.sampled_from(("", "")) | stream),
+        timed_out=draw(st.booleans()),
     )

@@ -145,9 +145,12 @@ def verify_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Check that SkyPilot can launch on the context: kubeconfig, /readyz, namespace,
-    ServiceAccount, the kubernetes client pin, stale IAM tokens. Exit 0 ok, 1 failed."""
+    ServiceAccount, the kubernetes client pin, stale IAM tokens, `sky check kubernetes`
+    in the isolated state and its API server, socat/nc/rsync. Exit 0 ok, 1 failed."""
+    import os
+
     from npa_infra.errors import UsageError
-    from npa_infra.skypilot import verify
+    from npa_infra.workflow.operations import skypilotverify
 
     if output_format and output_format.lower() not in ("text", "json"):
         output.fail(
@@ -157,14 +160,14 @@ def verify_cmd(
     json_out = as_json or (output_format or "").lower() == "json"
     given = services.build(ctx.obj)
     chosen = selection.select(stack, project, as_json=json_out, context=cluster)
-    report = verify.verify(
+    report = skypilotverify.verify(
         selection.context_of(chosen, cluster, as_json=json_out, flag="--cluster"),
+        env=os.environ,
+        services=given,
         kubeconfig_path=kubeconfig,
-        stack=chosen.stack,  # whose SkyPilot config to read
+        stack=chosen.stack,  # whose SkyPilot state and config to use
+        state_dir=chosen.state_dir,
         sky_bin=sky_bin,
-        cluster_factory=given.cluster,
-        clock=given.clock.now,
-        sleep=given.clock.sleep,
         on_sample=None if json_out else (lambda p: output.warn(p.text())),
     )
     output.finish(report, _render_verify, as_json=json_out)
@@ -173,11 +176,13 @@ def verify_cmd(
 def _render_verify(report: VerifyReport) -> None:
     output.out(f"context: {report.context} ({report.kubeconfig or 'no kubeconfig'})")
     for check in report.checks:
-        output.out(f"{'ok' if check.ok else 'FAILED':6} {check.name}: {check.detail}")
+        detail = check.detail.replace("\n", "\n" + " " * 9)  # SkyPilot's reason is multi-line
+        output.out(f"{'ok' if check.ok else 'FAILED':6} {check.name}: {detail}")
+    where = "remote" if report.api_server.remote else "local"
+    output.out(f"api server: {report.api_server.endpoint} ({where})")
     output.out(f"verify: {report.status}")
-    for check in report.checks:
-        if not check.ok and check.remedy:
-            output.warn(f"Hint: {check.remedy}")
+    for remedy in dict.fromkeys(c.remedy for c in report.checks if not c.ok and c.remedy):
+        output.warn(f"Hint: {remedy}")
 
 
 @app.command("cleanup-controller")

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Protocol
 
 from npa_infra.runs.children import ChildIdentity
+from npa_infra.skypilot.checkoutput import CheckResult
 from npa_infra.skypilot.models import (
     ApiStatusResult,
     CancelResult,
@@ -43,3 +44,5 @@ class SkyPilot(Protocol):
     def logs(self, job_id: int, *, controller: bool = False) -> CommandResult: ...
 
     def down_controller(self) -> DownResult: ...
+
+    def check(self, infra: str = "kubernetes") -> CheckResult: ...

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from npa_infra.errors import ConfigError, InvariantError
 from npa_infra.runs.children import ChildIdentity
-from npa_infra.skypilot import classify, port
+from npa_infra.skypilot import checkoutput, classify, port
 from npa_infra.skypilot.isolation import IsolatedDir
 from npa_infra.skypilot.models import (
     ApiStatusResult,
@@ -30,6 +30,7 @@ __all__ = ["SkyCli"]
 
 LAUNCH_TIMEOUT = 1800.0
 CALL_TIMEOUT = 300.0
+CHECK_TIMEOUT = 180.0
 
 
 class SkyCli:
@@ -165,3 +166,10 @@ class SkyCli:
         """Tear down this directory's jobs controller, answering the ``delete`` prompt (§5.4)."""
         name = self.isolated.controller_name(self._base_env)
         return classify.parse_down(self._run(["down", name, "--yes"], stdin="delete\n"))
+
+    def check(self, infra: str = "kubernetes") -> checkoutput.CheckResult:
+        """``sky check INFRA``: SkyPilot's own verdict, as its API server sees the infra.
+
+        Read-only: it updates only SkyPilot's cache of enabled clouds in this state.
+        """
+        return checkoutput.parse_check(self._run(["check", infra], timeout=CHECK_TIMEOUT), infra)

@@ -18,10 +18,17 @@ Checks, in order, each a ``{name, ok, detail, remedy}`` record:
    is inside the pin (a client ≥ 36 fails every pod_config validation);
 6. ``stale_iam_token``: no ``NEBIUS_IAM_TOKEN``/``NPA_NEBIUS_IAM_TOKEN`` in
    the environment, whose static token would override the kubeconfig's
-   refreshing exec plugin and expire mid-run. Values are never shown.
+   refreshing exec plugin and expire mid-run. Values are never shown;
+7. ``sky_check_kubernetes`` and ``api_server``: SkyPilot's own ``sky check
+   kubernetes`` in the isolated state a submit would use, and the API server
+   that ran it (``skycheck``); the caller's ``sky_check`` runs it, so this
+   module never builds the adapter;
+8. ``client_tools``: ``socat``, ``nc`` and ``rsync`` on the operator's PATH
+   (``clienttools``, through the injected ``which``).
 
 Checks 2 to 4 talk to the cluster and run only when the one before them
-passed. The report's ``status`` is ``ok`` only when every check passed.
+passed; check 7 runs once the context is known. The report's ``status`` is
+``ok`` only when every check passed.
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ from npa_infra import config as npa_config
 from npa_infra.errors import ConfigError, KubeError
 from npa_infra.kube import kubeconfig, readiness
 from npa_infra.kube.base import KubeCluster
-from npa_infra.skypilot import drift, isolation, livegate, pins, status
+from npa_infra.skypilot import clienttools, drift, isolation, livegate, pins, skycheck, status
 
 __all__ = [
     "DEFAULT_SERVICE_ACCOUNT",
@@ -47,6 +54,7 @@ __all__ = [
     "Check",
     "ClusterFactory",
     "ReadinessSummary",
+    "SkyCheck",
     "VerifyReport",
     "effective_service_account",
     "isolated_config",
@@ -64,6 +72,7 @@ _CLUSTER_CHECKS = frozenset({"kubeconfig_context", "readiness", "namespace", "se
 
 ClusterFactory = Callable[[Path, str], KubeCluster]
 StatusProbe = Callable[[Mapping[str, str]], status.StatusReport]
+SkyCheck = skycheck.SkyCheck
 
 
 class Check(BaseModel):
@@ -101,6 +110,9 @@ class VerifyReport(BaseModel):
     readiness: ReadinessSummary
     checks: list[Check]
     sky_version: str | None
+    sky_check: skycheck.SkyCheckSummary
+    api_server: skycheck.ApiServerUsed
+    client_tools: clienttools.ClientToolsReport
 
     @property
     def exit_code(self) -> int:
@@ -157,8 +169,10 @@ def effective_service_account(config: Mapping[str, Any], context: str) -> tuple[
     return identity, "kubernetes.remote_identity"
 
 
-def _skypilot_config(env: Mapping[str, str], stack: str | None) -> tuple[dict[str, Any], str]:
-    return isolated_config(env, stack)
+def _skypilot_config(
+    env: Mapping[str, str], stack: str | None, state_dir: Path | None
+) -> tuple[dict[str, Any], str]:
+    return isolated_config(env, stack, str(state_dir) if state_dir is not None else None)
 
 
 def isolated_config(
@@ -332,12 +346,18 @@ def verify(
     status_probe: StatusProbe | None = None,
     clock: Callable[[], float],
     sleep: Callable[[float], None],
+    sky_check: SkyCheck,
+    which: clienttools.Which,
+    state_dir: Path | None = None,
     on_sample: Callable[[readiness.ReadinessProgress], None] | None = None,
 ) -> VerifyReport:
     """Run every check against ``context``; never raises for an expected problem.
 
-    ``cluster_factory``, ``clock`` and ``sleep`` are the caller's adapters (the CLI's
-    come from ``Services``); ``status_probe`` defaults to ``probe_status``, the
+    ``cluster_factory``, ``clock``, ``sleep``, ``sky_check`` and ``which`` are the
+    caller's adapters (the CLI's come from ``Services`` through
+    ``workflow.operations.skypilotverify``); ``state_dir`` is the isolated state
+    whose SkyPilot config names the ServiceAccount (None: the stack's, as resolved
+    from the configuration); ``status_probe`` defaults to ``probe_status``, the
     SkyPilot version gate on the real binary.
     """
     environ = os.environ if env is None else env
@@ -348,7 +368,7 @@ def verify(
     checks.append(context_check)
     if config is not None:
         namespace = config.namespace(context)
-        sky_config, config_file = _skypilot_config(environ, stack)
+        sky_config, config_file = _skypilot_config(environ, stack, state_dir)
         account, source = effective_service_account(sky_config, context)
         if config_file and source != _DEFAULT_SOURCE:
             source = f"{source} in {config_file}"
@@ -360,7 +380,11 @@ def verify(
     report = status_probe(environ) if status_probe else probe_status(environ, sky_bin)
     checks.append(_pin_check(report))
     checks.append(_token_check(environ))
-    kube_ok = _CLUSTER_CHECKS.issubset(c.name for c in checks if c.ok)
+    sky = skycheck.run(sky_check if config is not None else None, context, environ)
+    tools = clienttools.check(which)
+    checks += [Check(**f._asdict()) for f in (*sky.findings, skycheck.tools_finding(tools))]
+    # SkyPilot can use the context: the cluster answers and SkyPilot's own check agrees
+    kube_ok = _CLUSTER_CHECKS.issubset(c.name for c in checks if c.ok) and sky.enabled
     return VerifyReport(
         status="ok" if all(c.ok for c in checks) else "failed",
         kubernetes_required=True,
@@ -372,4 +396,7 @@ def verify(
         readiness=summary,
         checks=checks,
         sky_version=report.skypilot_version,
+        sky_check=sky.summary,
+        api_server=sky.server,
+        client_tools=tools,
     )

@@ -41,6 +41,7 @@ __all__ = [
     "Services",
     "SkyFactory",
     "StoreFactory",
+    "find_tool",
     "open_cluster",
     "open_engine",
     "open_gpu_cluster",
@@ -173,6 +174,13 @@ def open_store(endpoint: str | None) -> ObjectStore:
     return BotoStore.create(endpoint_url=endpoint or None)
 
 
+def find_tool(name: str) -> str | None:
+    """The executable ``name`` on this process's PATH (``shutil.which``), or None."""
+    import shutil
+
+    return shutil.which(name)
+
+
 def silent(_line: str) -> None:
     """Progress nobody reads (the SDK's default; the CLI prints to stderr)."""
 
@@ -194,6 +202,7 @@ class Services:
     readiness: Callable[..., Any] | None = None
     progress: Callable[[str], None] = silent  # one line per change, for people
     isolated_dir: Path | None = None  # None: resolved from the stack and configuration
+    which: Callable[[str], str | None] = find_tool  # the operator's own tools (socat, rsync)
 
     def real_sky(self) -> bool:
         """Whether ``sky`` is the real SkyPilot, whose binary the drift gate reads."""

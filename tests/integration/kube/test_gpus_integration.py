@@ -19,6 +19,8 @@ from typer.testing import CliRunner
 
 from npa_infra.cli.main import app
 from npa_infra.skypilot import verify
+from npa_infra.skypilot.checkoutput import CheckResult, CheckVerdict
+from npa_infra.skypilot.models import CommandResult, ErrorKind
 from npa_infra.skypilot.status import ApiServerState, StatusReport
 from npa_infra.workflow.planning import accelerators
 from npa_infra.workflow.target import services
@@ -230,6 +232,15 @@ def _gate() -> StatusReport:
     )
 
 
+def _enabled() -> CheckResult:
+    """SkyPilot's own check agreeing (tests/integration/skypilot/test_verify_sim.py runs it)."""
+    command = CommandResult(("sky", "check", "kubernetes"), 0, "", "")
+    endpoint = "http://127.0.0.1:46580"
+    return CheckResult(
+        "kubernetes", CheckVerdict.ENABLED, "", (), endpoint, ErrorKind.NONE, "", command
+    )
+
+
 def _verify(context: str) -> verify.VerifyReport:
     clock = FakeClock()
     return verify.verify(
@@ -238,6 +249,8 @@ def _verify(context: str) -> verify.VerifyReport:
         status_probe=lambda _env: _gate(),
         clock=clock,
         sleep=clock.sleep,
+        sky_check=_enabled,
+        which=lambda name: f"/usr/bin/{name}",
     )
 
 

@@ -3,7 +3,7 @@
 A rule is a JSON object::
 
     {"command": "jobs.launch" | "jobs.queue" | "jobs.cancel" | "jobs.logs" | "down"
-                | "status" | "api.status" | "api.logs" | "api.cancel" | "*",
+                | "status" | "api.status" | "api.logs" | "api.cancel" | "check" | "*",
      "nth": 2 | [1, 3],          # optional: only the n-th invocation(s) of the command
      "action": ...,              # see below
      ...parameters}
@@ -46,6 +46,9 @@ Actions and their parameters:
   async block is printed, exit 0) but ends FAILED without creating a job;
   ``sky api status`` reports FAILED and ``sky api logs ID`` prints the
   ``kind``/``stderr`` error text.
+- ``check_disabled`` (check): SkyPilot's per-context "disabled. Reason:
+  ``reason``" for ``context`` (default: every allowed context), as an
+  unreachable or unauthorised cluster answers (see ``check``).
 - ``pod_state`` (launch, only with ``$SKYSIM_KUBE_URL``; see ``kubepods``): after
   creating the job's pods, write ``pod`` into their status and events:
   ``phase``; ``conditions`` (``[{type, status, reason, message}]``, merged by

@@ -128,7 +128,14 @@ def _jobs_parsers(sub: Any) -> None:
 
 
 def _other_parsers(sub: Any) -> None:
-    from . import admin
+    from . import admin, check
+
+    ck = sub.add_parser("check", arguments="[INFRA_LIST]...")
+    ck.add_argument("infra_list", nargs="*")
+    _flag(ck, "-v", "--verbose")
+    ck.add_argument("--workspace")
+    ck.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    ck.set_defaults(func=check.check)
 
     d = sub.add_parser("down", arguments="[CLUSTERS]...")
     d.add_argument("clusters", nargs="*")

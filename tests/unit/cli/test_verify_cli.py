@@ -3,13 +3,17 @@
 The cluster is a ``FakeCluster`` and the clock a ``FakeClock``, injected as
 ``Services.cluster`` and ``Services.clock`` in the root context, so the
 10-second readiness window passes without sleeping; the SkyPilot venv is
-a stand-in of two shell scripts, so the real version gate runs.
+a stand-in of two shell scripts, so the real version gate runs. ``sky check
+kubernetes`` runs on the SkyPilot simulator (``Services.sky``) with ``socat``
+and ``nc`` on its PATH, and the operator's tools are all found
+(``Services.which``); tests/integration/skypilot/test_verify_sim.py covers
+its other answers.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
@@ -20,8 +24,11 @@ from typer.testing import CliRunner
 from npa_infra.cli.main import app
 from npa_infra.kube.models import KubeErrorKind
 from npa_infra.skypilot import port, status, verify
+from npa_infra.skypilot.isolation import IsolatedDir
+from npa_infra.skypilot.skycli import SkyCli
 from npa_infra.workflow.target.services import Clock, Services
 from tests.support.fakecluster import FakeClock, FakeCluster, kube_error
+from tests.support.skysim import harness
 
 CTX = "nebius-prod"
 REPORT_KEYS = {
@@ -35,6 +42,9 @@ REPORT_KEYS = {
     "readiness",
     "checks",
     "sky_version",
+    "sky_check",
+    "api_server",
+    "client_tools",
 }
 Invoke = Callable[..., Result]
 
@@ -90,13 +100,29 @@ def given() -> list[Services]:
 
 
 @pytest.fixture
-def cluster(given: list[Services]) -> FakeCluster:
+def cluster(given: list[Services], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeCluster:
     fake = FakeCluster(
         CTX, namespaces={"team"}, service_accounts={("team", "skypilot-service-account")}
     )
     clock = FakeClock()
+    simulator = harness.write_wrapper(tmp_path)
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    for name in ("socat", "nc"):  # what the simulated API server's own check looks for
+        (tools / name).write_text("#!/bin/sh\n", "utf-8")
+        (tools / name).chmod(0o755)
+    monkeypatch.setenv("PATH", str(tools))
+    monkeypatch.setenv("SKYSIM_API_PORT", "47346")
+
+    def sky(isolated: IsolatedDir, env: Mapping[str, str], _bin: str | None) -> SkyCli:
+        return SkyCli(simulator, isolated, env, check_ports=False)
+
     given[0] = Services(
-        cluster=lambda _path, _ctx: fake, clock=Clock(clock, clock.sleep, lambda: 0.5)
+        cluster=lambda _path, _ctx: fake,
+        clock=Clock(clock, clock.sleep, lambda: 0.5),
+        sky=sky,
+        which=lambda name: f"/usr/bin/{name}",
+        isolated_dir=tmp_path / "sky-state",
     )
     return fake
 
@@ -130,6 +156,12 @@ def test_verify_json_ok_exit_0_shape(npa: Invoke, cluster: FakeCluster, sky: Pat
     assert len(payload["readiness"]["samples"]) == 3
     assert all(set(c) == {"name", "ok", "detail", "remedy"} for c in payload["checks"])
     assert payload["sky_version"] == "0.12.2"
+    assert payload["sky_check"]["verdict"] == "enabled"
+    assert payload["api_server"] == {
+        "endpoint": "http://127.0.0.1:47346",
+        "remote": False,
+        "reported": True,
+    }
     assert result.stderr == ""
 
 

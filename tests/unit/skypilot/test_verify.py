@@ -1,4 +1,5 @@
-"""``skypilot.verify``: each check against a fake cluster, a fake clock and a fake gate (cli.md §2.3)."""
+"""``skypilot.verify``: each check against a fake cluster, a fake clock, a fake gate, a scripted
+``sky check kubernetes`` answer and a tool lookup (cli.md §2.3, issue 17)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ from typing import Any
 import pytest
 import yaml
 
+from npa_infra.errors import ConfigError, NpaError
 from npa_infra.kube.models import KubeErrorKind
 from npa_infra.skypilot import verify
+from npa_infra.skypilot.checkoutput import CheckResult, CheckVerdict
+from npa_infra.skypilot.models import CommandResult, ErrorKind
 from npa_infra.skypilot.status import ApiServerState, StatusReport
 from tests.support.fakecluster import FakeClock, FakeCluster, kube_error
 
@@ -51,8 +55,17 @@ def gate_report(kubernetes: str | None = "35.0.0", ok: bool = True) -> StatusRep
     )
 
 
+def sky_answer(verdict: CheckVerdict = CheckVerdict.ENABLED, reason: str = "") -> CheckResult:
+    contexts = ((CTX, "enabled."),) if verdict is CheckVerdict.ENABLED else ()
+    command = CommandResult(("sky", "check", "kubernetes"), 0, "", "")
+    endpoint = "http://127.0.0.1:46580"
+    return CheckResult(
+        "kubernetes", verdict, reason, contexts, endpoint, ErrorKind.NONE, "", command
+    )
+
+
 class Rig:
-    """One verify call's collaborators: kubeconfig, cluster, clock, gate, environment."""
+    """One verify call's collaborators: kubeconfig, cluster, clock, gate, sky check, tools."""
 
     def __init__(self, tmp_path: Path) -> None:
         self.kubeconfig = kubeconfig_file(tmp_path)
@@ -66,11 +79,20 @@ class Rig:
             "NPA_HOME": str(tmp_path / "npa-home"),
         }
         self.opened: list[tuple[Path, str]] = []
+        self.sky: CheckResult | NpaError = sky_answer()
+        self.sky_calls = 0
+        self.tools = {"socat", "nc", "rsync"}
 
     def run(self, context: str = CTX, **kwargs: Any) -> verify.VerifyReport:
         def factory(path: Path, ctx: str) -> FakeCluster:
             self.opened.append((path, ctx))
             return self.cluster
+
+        def sky_check() -> CheckResult:
+            self.sky_calls += 1
+            if isinstance(self.sky, NpaError):
+                raise self.sky
+            return self.sky
 
         return verify.verify(
             context,
@@ -79,6 +101,8 @@ class Rig:
             status_probe=lambda _env: self.gate,
             clock=self.clock,
             sleep=self.clock.sleep,
+            sky_check=sky_check,
+            which=lambda name: f"/usr/bin/{name}" if name in self.tools else None,
             **kwargs,
         )
 
@@ -104,6 +128,9 @@ def test_verify_every_check_passes_status_ok(rig: Rig) -> None:
         "service_account": True,
         "kubernetes_client_pin": True,
         "stale_iam_token": True,
+        "sky_check_kubernetes": True,
+        "api_server": True,
+        "client_tools": True,
     }
     assert (report.kubernetes_required, report.kubernetes_enabled) == (True, True)
     assert (report.namespace, report.service_account) == ("team", "skypilot-service-account")
@@ -133,10 +160,14 @@ def test_verify_unknown_context_failed_no_cluster_opened(rig: Rig) -> None:
         "kubeconfig_context",
         "kubernetes_client_pin",
         "stale_iam_token",
+        "sky_check_kubernetes",
+        "client_tools",
     ]
     assert report.readiness.state == "not_run"
     assert report.kubernetes_enabled is False
     assert rig.opened == []
+    assert rig.sky_calls == 0  # no context, no isolated state to check it in
+    assert report.sky_check.verdict == "not_run"
 
 
 def test_verify_explicit_kubeconfig_path_used(rig: Rig, tmp_path: Path) -> None:
@@ -304,3 +335,59 @@ def test_verify_stale_iam_token_failed_unset_remedy_value_hidden(rig: Rig, name:
 )
 def test_effective_service_account_skypilot_rules(config: dict[str, Any], expected: str) -> None:
     assert verify.effective_service_account(config, CTX)[0] == expected
+
+
+# -- issue 17: SkyPilot's own check and the operator's tools ----------------------------------
+def test_verify_sky_check_disabled_failed_kubernetes_not_enabled(rig: Rig) -> None:
+    reason = "`socat` is required to setup Kubernetes cloud with `portforward` ... not installed."
+    rig.sky = sky_answer(CheckVerdict.DISABLED, reason)
+
+    report = rig.run()
+
+    check = next(c for c in report.checks if c.name == "sky_check_kubernetes")
+    assert (check.ok, check.detail) == (False, f"SkyPilot disabled Kubernetes: {reason}")
+    assert report.status == "failed"
+    assert report.kubernetes_enabled is False  # the cluster answers, but SkyPilot says no
+    assert report.sky_check.verdict == "disabled"
+    assert report.sky_check.reason == reason
+
+
+@pytest.mark.parametrize("tool", ["socat", "nc", "rsync"], ids=["socat", "nc", "rsync"])
+def test_verify_missing_client_tool_failed_package_named(rig: Rig, tool: str) -> None:
+    rig.tools.discard(tool)
+
+    report = rig.run()
+
+    check = next(c for c in report.checks if c.name == "client_tools")
+    assert check.ok is False
+    assert f"`{tool}` is not on PATH" in check.detail
+    assert "sudo apt install" in check.remedy and "brew install" in check.remedy
+    assert report.status == "failed"
+    assert report.client_tools.missing == [tool]
+
+
+def test_verify_skypilot_cannot_run_reported_not_raised(rig: Rig) -> None:
+    rig.sky = ConfigError("no SkyPilot binary is configured", remedy="run `npa skypilot bootstrap`")
+
+    report = rig.run()
+
+    check = next(c for c in report.checks if c.name == "sky_check_kubernetes")
+    assert check.ok is False
+    assert "SkyPilot could not run `sky check kubernetes`: no SkyPilot binary" in check.detail
+    assert check.remedy == "run `npa skypilot bootstrap`"
+    assert "api_server" not in names(report)
+    assert report.api_server.reported is False
+    assert report.status == "failed"
+
+
+def test_verify_report_json_keeps_keys_and_adds_sections(rig: Rig) -> None:
+    data = rig.run().model_dump(mode="json")
+
+    assert {"status", "kubernetes_enabled", "readiness", "checks", "sky_version"} <= set(data)
+    assert data["sky_check"]["verdict"] == "enabled"
+    assert data["api_server"] == {
+        "endpoint": "http://127.0.0.1:46580",
+        "remote": False,
+        "reported": True,
+    }
+    assert data["client_tools"]["ok"] is True
