@@ -47,6 +47,10 @@ Four families:
   any state with versions in and out of the pins (or missing), any owner of
   the API server port or none checked, and any set of IAM token names, for
   the totality and rule order of ``skypilot.drift.decide``.
+- ``attempt_refs`` / ``run_entries``: a run's journaled attempts (waves, consecutive
+  attempts, adopted ids or none) and journal runs beside plan-only run ids (any
+  status, times stepping back), for ``workflow logs``' selection and ``workflow
+  list``'s rows.
 - ``drain_worlds``: nodes, pods bound to them (or elsewhere; DaemonSet, mirror,
   terminating) and PodDisruptionBudgets with any selector, amount, eviction
   policy and status, for the drain preview's rules (kubernetes.md §7).
@@ -72,6 +76,7 @@ from npa_infra.workflow.submission.submitflags import Kind
 __all__ = [
     "SEED_SPECS",
     "accelerator_requests",
+    "attempt_refs",
     "controller_gate_inputs",
     "drain_worlds",
     "drift_observations",
@@ -88,6 +93,7 @@ __all__ = [
     "project_resolutions",
     "pull_secret_layers",
     "random_spec_texts",
+    "run_entries",
     "run_outcome_evidence",
     "sky_check_results",
     "sky_command_results",
@@ -1503,3 +1509,68 @@ def sky_check_results(draw: st.DrawFn) -> CommandResult:
         stderr=draw(st.sampled_from(("", "")) | stream),
         timed_out=draw(st.booleans()),
     )
+
+
+# -- workflow logs / workflow list (npa_infra/runs/logtargets.py, listing.py; issue 17) ---------
+_LIST_STATUSES = (
+    "LAUNCHING",
+    "SUBMITTED",
+    "SUCCEEDED",
+    "FAILED",
+    "CANCELLED",
+    "RECOVERY_REQUIRED",
+    "ROLLED_BACK",
+    "PLANNED",
+)
+
+
+@st.composite
+def attempt_refs(draw: st.DrawFn) -> list[Any]:
+    """A run's journaled attempts: waves 0..n with consecutive attempts from 1, each with an
+    adopted job id or none (never launched or not reconciled)."""
+    from npa_infra.runs.logtargets import AttemptRef
+
+    refs: list[AttemptRef] = []
+    job_id = 0
+    for wave in range(draw(st.integers(0, 4))):
+        for attempt in range(1, draw(st.integers(1, 3)) + 1):
+            job_id += 1
+            adopted = draw(st.booleans() | st.just(True))
+            name = f"run-{wave:02d}-a{attempt}"
+            refs.append(AttemptRef(wave, attempt, name, job_id if adopted else None))
+    return draw(st.permutations(refs))
+
+
+@st.composite
+def run_entries(draw: st.DrawFn) -> list[Any]:
+    """Journal runs and plan-only run ids (some sharing an id with a run), any status, any
+    times (clocks may step back), for ``runs.listing.rows``."""
+    import dataclasses
+
+    from npa_infra.runs.listing import RunEntry
+
+    ids = draw(st.lists(st.sampled_from([f"r-{i}" for i in range(12)]), unique=True, max_size=10))
+    times = st.floats(1_700_000_000.0, 1_700_100_000.0, allow_nan=False)
+    entries: list[RunEntry] = []
+    for run_id in ids:
+        plan_only = draw(st.booleans())
+        created = draw(times)
+        entries.append(
+            RunEntry(
+                run_id=run_id,
+                stack=draw(st.sampled_from((None, "", "dev", "prod"))),
+                workflow="wf",
+                mode=draw(st.sampled_from(("one-shot", "runtime", "raw"))),
+                status="PLANNED" if plan_only else draw(st.sampled_from(_LIST_STATUSES[:-1])),
+                created_at=created,
+                updated_at=created + draw(st.floats(0.0, 5_000.0)),
+                waves=draw(st.integers(0, 4)),
+                job_ids=tuple(draw(st.lists(st.integers(1, 50), max_size=4))),
+                plan_only=plan_only,
+            )
+        )
+        if not plan_only and draw(st.booleans()):  # a plan of the same id, from before the run
+            earlier = created - 1.0
+            plan = RunEntry(run_id, None, "wf", "one-shot", "PLANNED", earlier, earlier)
+            entries.append(dataclasses.replace(plan, plan_only=True))
+    return draw(st.permutations(entries))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from npa_infra.cli import flags, gpus, output, selection, services, source
+from npa_infra.cli import flags, gpus, output, runhistory, selection, services, source
 
 if TYPE_CHECKING:
     from npa_infra.registry.models import CheckResult
@@ -31,6 +31,7 @@ app = typer.Typer(
 
 app.command("gpus")(gpus.gpus_cmd)
 app.command("stage-src")(source.stage_src_cmd)
+app.command("list")(runhistory.list_cmd)
 
 SpecArg = Annotated[Path, typer.Argument(help="Path to an npa.workflow spec.", show_default=False)]
 VarOpt = Annotated[
@@ -403,8 +404,8 @@ def status(
     progress; with --watch --json only the last refresh's document is printed
     (one JSON document, as every --json). Exit codes (of the last refresh): 0
     succeeded or in progress; 1 NOT_FOUND, ABSENT, FAILED*, CANCELLED or
-    BLOCKED; 2 VERIFICATION_UNAVAILABLE; 3 PARTIAL or DEGRADED; 4 NOT_SUBMITTED
-    or PLAN_ONLY; 64 a usage error (neither or both of RUN_ID and --all).
+    BLOCKED; 2 VERIFICATION_UNAVAILABLE, or a usage error (neither or both of
+    RUN_ID and --all); 3 PARTIAL or DEGRADED; 4 NOT_SUBMITTED or PLAN_ONLY.
     With --all: the worst of the runs' codes, 1 before 2, 3, 4, 0.
     """
     import os

@@ -25,6 +25,7 @@ __all__ = [
     "TRANSACTION_TEXT_COLUMNS",
     "AttemptRow",
     "EventRow",
+    "PlanRow",
     "RunMode",
     "RunRow",
     "TransactionRow",
@@ -85,6 +86,45 @@ class RunRow:
             resume_argv=[str(a) for a in _list(row["resume_argv"])],
             status=row["status"],
             lifecycle_state=row["lifecycle_state"],
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            data=_obj(row["data"]),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanRow:
+    """One ``submit --plan-only`` run id: planned and rendered, never launched (schema v3).
+
+    ``mode`` is the execution the plan was rendered for; ``status`` is ``PLANNED``;
+    ``data`` holds the rendered jobs (``jobs[{job_name, wave, path}]``) and the target
+    (``infra``, ``context``, ``namespace``), never a secret value.
+    """
+
+    run_id: str
+    stack: str | None
+    workflow: str
+    mode: RunMode
+    spec_path: str
+    fingerprint: str
+    status: str
+    created_at: float
+    updated_at: float
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> PlanRow:
+        return cls(
+            run_id=row["run_id"],
+            stack=row["stack"],
+            workflow=row["workflow"],
+            mode=row["mode"],
+            spec_path=row["spec_path"],
+            fingerprint=row["fingerprint"],
+            status=row["status"],
             created_at=row["created_at"],
             updated_at=row["updated_at"],
             data=_obj(row["data"]),

@@ -17,7 +17,12 @@ checkpoints and events are append-only; runs, attempts and transactions are
 never deleted. A trigger abort surfaces as ``sqlite3.IntegrityError`` whose
 text starts with ``npa:``.
 
-Version 1 is the base schema; version 2 adds the indexes the read paths use.
+Version 1 is the base schema; version 2 adds the indexes the read paths use;
+version 3 adds ``plans``: one row per ``submit --plan-only`` run id (issue 17),
+kept apart from ``runs`` because a plan launches nothing, so no gate, status
+--all or cleanup that reads ``runs`` ever counts it, and a live submit of the
+same id later starts a run of its own. A repeated plan of an id replaces its
+row (``created_at`` kept); plans may be replaced but are never deleted.
 ``COLUMNS`` and ``insert`` give store.py its column lists and ``INSERT`` text,
 so the SQL naming columns lives in this one module.
 """
@@ -162,7 +167,25 @@ CREATE INDEX checkpoints_by_launch ON checkpoints (logical_launch_id, id);
 CREATE INDEX transactions_by_run ON transactions (run_id, wave_index, attempt);
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1_TABLES + _V1_TRIGGERS, _V2_INDEXES)
+_V3_PLANS = """
+CREATE TABLE plans (
+    run_id      TEXT PRIMARY KEY NOT NULL,
+    stack       TEXT,
+    workflow    TEXT NOT NULL,
+    mode        TEXT NOT NULL CHECK (mode IN ('one-shot', 'runtime', 'raw')),
+    spec_path   TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    created_at  REAL NOT NULL,
+    updated_at  REAL NOT NULL,
+    data        TEXT NOT NULL
+);
+CREATE INDEX plans_by_updated ON plans (updated_at DESC, run_id DESC);
+CREATE TRIGGER plans_no_delete BEFORE DELETE ON plans
+BEGIN SELECT RAISE(ABORT, 'npa: plans are never deleted'); END;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1_TABLES + _V1_TRIGGERS, _V2_INDEXES, _V3_PLANS)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # The columns the Journal writes, per table, in DDL order.
@@ -176,17 +199,21 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         "job_id sky_status data updated_at",
         "transactions": "logical_launch_id run_id wave_index attempt launch_sequence state "
         "phase category recovery_decision operator_remedy existence job_id record updated_at",
+        "plans": "run_id stack workflow mode spec_path fingerprint status created_at updated_at "
+        "data",
     }.items()
 }
 
 
-def insert(table: str, *, upsert_on: tuple[str, ...] = ()) -> str:
-    """``INSERT`` of all ``COLUMNS[table]`` as named parameters; an upsert on ``upsert_on``."""
+def insert(table: str, *, upsert_on: tuple[str, ...] = (), keep: tuple[str, ...] = ()) -> str:
+    """``INSERT`` of all ``COLUMNS[table]`` as named parameters; an upsert on ``upsert_on``
+    that leaves the ``keep`` columns of an existing row as they were."""
     columns = COLUMNS[table]
     names, values = ", ".join(columns), ", ".join(":" + c for c in columns)
     sql = f"INSERT INTO {table} ({names}) VALUES ({values})"
     if upsert_on:
-        sets = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in upsert_on)
+        fixed = (*upsert_on, *keep)
+        sets = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in fixed)
         sql += f" ON CONFLICT ({', '.join(upsert_on)}) DO UPDATE SET {sets}"
     return sql
 

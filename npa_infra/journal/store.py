@@ -35,6 +35,7 @@ from npa_infra.journal.records import (
     RUN_MODES,
     AttemptRow,
     EventRow,
+    PlanRow,
     RunRow,
     TransactionRow,
     WaveRow,
@@ -69,7 +70,7 @@ class Journal:
     ``Journal._write(label, plan)``, which commits one SQLite transaction before
     it returns; ``label`` names the step (``create_run``, ``update_run``,
     ``upsert_wave``, ``update_wave``, ``create_attempt``, ``update_attempt``,
-    ``checkpoint``, ``append_event``). Patching it to call the original and then
+    ``checkpoint``, ``append_event``, ``record_plan``). Patching it to call the original and then
     ``os.kill(os.getpid(), signal.SIGKILL)`` on the N-th call kills the process
     right after the N-th durable step; killing before calling the original
     loses exactly that step. Schema migration in ``open`` is not a step.
@@ -186,6 +187,38 @@ class Journal:
         if updated is None:  # runs are never deleted (schema.py trigger)
             raise InvariantError(f"run {run_id} vanished after update_run")
         return updated
+
+    # -- plans (submit --plan-only) ----------------------------------------
+
+    def record_plan(self, row: PlanRow) -> bool:
+        """Record a plan-only run id, replacing an earlier plan of it (its ``created_at`` kept).
+
+        A plan never shadows a run: when ``runs`` already holds the id (a preview of a
+        run that exists), nothing is written and False is returned.
+        """
+        if row.mode not in RUN_MODES:
+            raise InvariantError(f"plan mode {row.mode!r} is not one of {RUN_MODES}")
+        exists = "SELECT 1 FROM runs WHERE run_id = ?"
+        upsert = schema.insert("plans", upsert_on=("run_id",), keep=("created_at",))
+        written: list[bool] = []
+
+        def plan(conn: sqlite3.Connection) -> list[Statement]:
+            if conn.execute(exists, (row.run_id,)).fetchone() is not None:
+                return []
+            written.append(True)
+            return [(upsert, _params(row, "plans", "data"))]
+
+        self._write("record_plan", plan)
+        return bool(written)
+
+    def get_plan(self, run_id: str) -> PlanRow | None:
+        rows = self._read("SELECT * FROM plans WHERE run_id = ?", (run_id,))
+        return PlanRow.from_row(rows[0]) if rows else None
+
+    def plans(self) -> list[PlanRow]:
+        """Every plan-only run id, most recently planned first."""
+        sql = "SELECT * FROM plans ORDER BY updated_at DESC, run_id DESC"
+        return [PlanRow.from_row(r) for r in self._read(sql)]
 
     # -- waves -----------------------------------------------------------
 

@@ -8,8 +8,10 @@ when a runtime run's every planned job ended validated (``runs.outcome``);
 ``FAILED`` on a proven failure; ``RECOVERY_REQUIRED`` when the outcome is not
 proven and ``--resume-run`` continues it; ``ROLLED_BACK`` when nothing was
 launched, so the identical command may run again; ``CANCELLED`` after a
-verified cancel. ``PLANNED`` is what ``--plan-only`` reports; it is never
-journaled.
+verified cancel. ``PLANNED`` is what ``--plan-only`` reports; it is journaled
+only as a plan (the journal's ``plans`` table, issue 17), never as the status of
+a row of ``runs``, so no gate, ``status --all`` or cleanup that reads runs ever
+counts a plan as active.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """``workflow cancel RUN_ID``: cancel every non-terminal job of a run, by exact id only.
 
 A run the journal proves was never launched (every transaction at launch
-sequence 0) is a repeat-safe no-op with no cloud calls. Otherwise the ids
+sequence 0), or a run id it holds only as a ``--plan-only`` plan, is a
+repeat-safe no-op with no cloud calls. Otherwise the ids
 come from the journal; an attempt whose launch may have been sent but whose
 id was never reconciled is first looked up by its exact name, so a job a
 crashed launch created is not left behind. Each non-terminal job is
@@ -99,9 +100,7 @@ def cancel_run(
     try:
         run = journal.get_run(run_id)
         if run is None:
-            return CancelReport(
-                run_id, "unknown_run", errors=["the journal has never seen this run"]
-            )
+            return _plan_or_unknown(journal, run_id, scope)
         context = str((run.data or {}).get("context") or "")
         if scope is not None and not scope.admits(run.stack or None, context or None):
             theirs = f"its stack: {run.stack or 'none'}"
@@ -149,6 +148,21 @@ def cancel_run(
             lock.release()
     finally:
         journal.close()
+
+
+def _plan_or_unknown(journal: Journal, run_id: str, scope: Selection | None) -> CancelReport:
+    """A ``--plan-only`` run id launched nothing: ``not_submitted``, a repeat-safe no-op with
+    no SkyPilot call and no journal write (cli.md §1.6); any other id is unknown."""
+    plan = journal.get_plan(run_id)
+    if plan is None:
+        return CancelReport(run_id, "unknown_run", errors=["the journal has never seen this run"])
+    context = str((plan.data or {}).get("context") or "") or None
+    if scope is not None and not scope.admits(plan.stack or None, context):
+        theirs = f"its stack: {plan.stack or 'none'}"
+        return CancelReport(
+            run_id, "unknown_run", errors=[f"the run is not of {scope.describe()} ({theirs})"]
+        )
+    return CancelReport(run_id, "not_submitted")
 
 
 def _real() -> Services:

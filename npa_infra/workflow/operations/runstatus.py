@@ -9,8 +9,10 @@ pending reason reported (kubernetes.md §6). A job that read does not list is
 ``VERIFICATION_UNAVAILABLE`` (one read proves nothing, runtime-reference.md §1),
 unless the journal already holds its end. One run and all runs share that
 verification (``_verify``): ``--all`` costs one queue read, one pod list and
-one node list per (stack, context), never a read per job. Exit codes: cli.md
-§1.5; for ``--all`` the worst of the runs' codes (``worst_exit_code``).
+one node list per (stack, context), never a read per job. A run id the journal
+holds only as a ``--plan-only`` plan is ``PLAN_ONLY``, with no read at all (and
+``--all`` never lists it: it launched nothing). Exit codes: cli.md §1.5; for
+``--all`` the worst of the runs' codes (``worst_exit_code``).
 
 ``refreshes`` is ``--watch``: one report per refresh, ``interval`` seconds
 apart on ``Services.clock`` (tests move virtual time), until no listed run is
@@ -194,7 +196,7 @@ def run_status(
     try:
         run = journal.get_run(run_id)
         if run is None:
-            return StatusReport(run_id, None, "NOT_FOUND", None, None, detail="unknown run id")
+            return _plan_status(journal, run_id, scope)
         if scope is not None and not scope.admits(run.stack or None, _context(run) or None):
             detail = f"run {run_id} is not of {scope.describe()} (its stack: {run.stack or 'none'})"
             return StatusReport(run_id, None, "NOT_FOUND", None, None, detail=detail)
@@ -204,6 +206,28 @@ def run_status(
         return report
     finally:
         journal.close()
+
+
+def _plan_status(journal: Journal, run_id: str, scope: Selection | None) -> StatusReport:
+    """A run id the journal knows only as a ``--plan-only`` plan: ``PLAN_ONLY``, no SkyPilot
+    call (nothing was launched); unknown otherwise, as a run of another scope is."""
+    plan = journal.get_plan(run_id)
+    if plan is None:
+        return StatusReport(run_id, None, "NOT_FOUND", None, None, detail="unknown run id")
+    context = str((plan.data or {}).get("context") or "") or None
+    if scope is not None and not scope.admits(plan.stack or None, context):
+        detail = f"run {run_id} is not of {scope.describe()} (its stack: {plan.stack or 'none'})"
+        return StatusReport(run_id, None, "NOT_FOUND", None, None, detail=detail)
+    return StatusReport(
+        run_id,
+        plan.workflow,
+        "PLAN_ONLY",
+        "PLAN_ONLY",
+        plan.mode,
+        updated_at=plan.updated_at,
+        detail="planned with --plan-only: nothing was launched; submit the spec without "
+        "--plan-only to launch it",
+    )
 
 
 def all_status(

@@ -1,6 +1,7 @@
 """``submit``: plan, render and write the SkyPilot YAML of a spec or raw task.
 
-``--plan-only`` writes the YAML under the npa home and launches nothing. A
+``--plan-only`` writes the YAML under the npa home, records the run id as a
+plan in the journal (``planrecord``) and launches nothing. A
 live submit checks its inputs (secrets, decisions, GPU requests) and hands
 the rendered jobs to ``runner.execute``: the journaled, locked launch
 transaction.
@@ -46,7 +47,13 @@ from npa_infra.spec.model import ExecutionMode
 from npa_infra.workflow.execution import liverun
 from npa_infra.workflow.planning import accelerators, api, identity, imagecheck, loading
 from npa_infra.workflow.planning.fingerprint import plan_fingerprint, run_fingerprint
-from npa_infra.workflow.submission import imagegate, reidentification, sourcing, submitflags
+from npa_infra.workflow.submission import (
+    imagegate,
+    planrecord,
+    reidentification,
+    sourcing,
+    submitflags,
+)
 from npa_infra.workflow.submission.submitflags import SubmitOptions
 from npa_infra.workflow.supervision import runner
 from npa_infra.workflow.target import credentials, stackbinding, stackfile
@@ -315,7 +322,7 @@ def submit(
             docker_secrets, environ, npa_home=home, stack=options.stack, project=project
         )
     )
-    return SubmitReport(
+    report = SubmitReport(
         run_id=run_id,
         workflow=spec.name,
         mode="runtime" if runtime else "one-shot",
@@ -331,6 +338,7 @@ def submit(
         preflight=checked.summary_json() if checked is not None else dict(SKIPPED_PREFLIGHT),
         exit_code=1 if checked is not None and checked.exit_code == 1 else 0,
     )
+    return planrecord.record(report, spec_path, env=environ, services=services)
 
 
 def _infrastructure(
@@ -492,7 +500,7 @@ def _submit_raw(
             services,
         )
     paths = _write([job], (options.render_dir or npa_config.npa_home(env) / "rendered") / run_id)
-    return SubmitReport(
+    report = SubmitReport(
         run_id,
         name,
         "raw",
@@ -509,3 +517,4 @@ def _submit_raw(
             "reason": "raw SkyPilot task: images are not resolved by npa-infra",
         },
     )
+    return planrecord.record(report, spec_path, env=env, services=services)

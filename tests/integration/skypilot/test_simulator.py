@@ -406,6 +406,26 @@ def test_sim_logs_job_and_controller(sky: Sky) -> None:
     assert "Managed job 1 status: PENDING" in controller.stdout
 
 
+@pytest.mark.parametrize(
+    ("statuses", "code"),
+    [(["SUCCEEDED"], 0), (["FAILED"], 100), (["PENDING"], 101)],
+    ids=["succeeded", "failed", "not-finished"],
+)
+def test_sim_logs_follow_exits_with_the_jobs_exit_code(
+    sky: Sky, statuses: list[str], code: int
+) -> None:
+    """0.12.2's ``jobs logs --follow`` (the default) ends with the job and exits with its
+    JobExitCode; the simulator stops following after $SKYSIM_FOLLOW_SECONDS (101)."""
+    sky.faults({"command": "jobs.launch", "action": "timeline", "statuses": statuses})
+    sky.launch("j")
+    done = sky("jobs", "logs", "1", SKYSIM_FOLLOW_SECONDS="0.2")
+    assert done.returncode == code, done.stderr
+    assert "(t, pid=1001) simulated output" in done.stdout
+    ended = f"✓ Managed job finished: 1 (status: {statuses[0]})." in done.stdout
+    assert ended == (code != 101)
+    assert sky("jobs", "logs", "--no-follow", "1").returncode == 0  # the log so far, exit 0
+
+
 def test_sim_status_json_controller_row(sky: Sky) -> None:
     assert json.loads(sky("status", "--refresh", "-o", "json").stdout) == []
     sky.launch("j", "--infra", "k8s/npa-ctx")

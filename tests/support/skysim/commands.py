@@ -408,6 +408,38 @@ def logs(session: Session, a: argparse.Namespace) -> int:
         return 0
     for task in job["tasks"]:
         session.say(f"({task['task_name']}, pid={1000 + job['job_id']}) simulated output")
+    if not a.follow:
+        # --no-follow: the log so far; 0.12.2 exits 0 (tail_logs returns None without follow)
+        if status in jobs.TERMINAL:
+            session.say(f"✓ Managed job finished: {job['job_id']} (status: {status}).")
+        return 0
+    # --follow (the default): the stream stays open until the job ends, then the command exits
+    # with the job's sky.exceptions.JobExitCode. A `hang` rule with after_accept holds it open
+    # here, after the lines above were flushed, while the job is still running.
+    session.accepted()
+    status = _follow_to_end(session, job["job_id"])
     if status in jobs.TERMINAL:
         session.say(f"✓ Managed job finished: {job['job_id']} (status: {status}).")
-    return 0
+    return _job_exit_code(status)
+
+
+def _follow_to_end(session: Session, job_id: int) -> str:
+    """Re-read the job until it is terminal, at most ``$SKYSIM_FOLLOW_SECONDS`` (default 10):
+    past that the simulator stops where 0.12.2 would keep waiting (exit NOT_FINISHED)."""
+    deadline = time.time() + float(session.env.get("SKYSIM_FOLLOW_SECONDS", "10"))
+    while True:
+        with session.transaction() as state:
+            found = [j for j in state["jobs"] if j["job_id"] == job_id]
+            status = jobs.job_status(found[0], state["tick"], time.time()) if found else "FAILED"
+        if status in jobs.TERMINAL or time.time() >= deadline:
+            return status
+        time.sleep(0.05)
+
+
+def _job_exit_code(status: str) -> int:
+    """0.12.2's JobExitCode: SUCCEEDED 0, FAILED* 100, not finished 101, CANCELLED 103."""
+    if status == "SUCCEEDED":
+        return 0
+    if status == "CANCELLED":
+        return 103
+    return 100 if status in jobs.TERMINAL else 101

@@ -62,8 +62,40 @@ def test_migrate_v1_database_gets_v2_and_keeps_its_rows(tmp_path: Path) -> None:
         run = journal.get_run("r1")
     assert run is not None and run.status == "running"
     conn = _raw(journal_path(home))
-    assert schema.current_version(conn) == 2
+    assert schema.current_version(conn) == schema.SCHEMA_VERSION
     assert _names(conn, "index") >= V2_INDEXES
+    assert "plans" in _names(conn, "table")
+
+
+def test_migrate_v2_database_gets_plans_and_keeps_its_runs(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    conn = _raw(journal_path(home))
+    assert schema.migrate(conn, target=2) == 2
+    assert "plans" not in _names(conn, "table")
+    conn.execute(
+        "INSERT INTO runs VALUES ('r1', NULL, 'wf', 'runtime', 's.yaml', 'fp', '[]', "
+        "'SUBMITTED', 'committed', 1.0, 2.0, '{}')"
+    )
+    conn.close()
+    with Journal.open(home) as journal:
+        assert [r.run_id for r in journal.runs()] == ["r1"]
+        assert journal.plans() == []
+    conn = _raw(journal_path(home))
+    assert schema.current_version(conn) == 3
+    assert {"plans_by_updated"} <= _names(conn, "index")
+    assert "plans_no_delete" in _names(conn, "trigger")
+
+
+def test_plans_are_never_deleted(tmp_path: Path) -> None:
+    conn = _raw(tmp_path / "j.sqlite3")
+    schema.migrate(conn)
+    conn.execute(
+        "INSERT INTO plans VALUES ('p1', NULL, 'wf', 'raw', 's.yaml', '', 'PLANNED', 1.0, 1.0, "
+        "'{}')"
+    )
+    with pytest.raises(sqlite3.IntegrityError, match="npa: plans are never deleted"):
+        conn.execute("DELETE FROM plans")
 
 
 def test_open_newer_schema_version_refused_with_upgrade_remedy(tmp_path: Path) -> None:
@@ -82,13 +114,13 @@ def test_migrate_failing_migration_rolls_back_whole_version(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     conn = _raw(tmp_path / "j.sqlite3")
-    schema.migrate(conn)
+    latest = schema.migrate(conn)
     broken = "CREATE TABLE extra (x INTEGER);\nCREATE TABLE broken (;\n"
     monkeypatch.setattr(schema, "MIGRATIONS", (*schema.MIGRATIONS, broken))
     monkeypatch.setattr(schema, "SCHEMA_VERSION", len(schema.MIGRATIONS))
     with pytest.raises(sqlite3.OperationalError):
         schema.migrate(conn, target=schema.SCHEMA_VERSION)
-    assert schema.current_version(conn) == 2
+    assert schema.current_version(conn) == latest
     assert "extra" not in _names(conn, "table")
     assert not conn.in_transaction
 

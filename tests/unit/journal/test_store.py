@@ -334,3 +334,62 @@ def test_every_durable_write_goes_through_write(
         "append_event",
     ]
     assert outside == []
+
+
+# -- plans (submit --plan-only; schema v3) ----------------------------------------------
+
+
+def _plan(run_id: str = "p1", **overrides: Any) -> Any:
+    from npa_infra.journal.records import PlanRow
+
+    values: dict[str, Any] = {
+        "run_id": run_id,
+        "stack": "dev",
+        "workflow": "wf",
+        "mode": "runtime",
+        "spec_path": "spec.yaml",
+        "fingerprint": "fp-1",
+        "status": "PLANNED",
+        "created_at": 10.0,
+        "updated_at": 10.0,
+        "data": {"jobs": [{"job_name": "p1-00-a", "wave": 0, "path": "/r/p1-00-a.yaml"}]},
+    }
+    values.update(overrides)
+    return PlanRow(**values)
+
+
+def test_record_plan_get_and_list_newest_first(journal: Journal) -> None:
+    assert journal.record_plan(_plan("p1")) is True
+    assert journal.record_plan(_plan("p2", created_at=20.0, updated_at=20.0)) is True
+    assert journal.get_plan("p1") == _plan("p1")
+    assert journal.get_plan("missing") is None
+    assert [p.run_id for p in journal.plans()] == ["p2", "p1"]
+    assert journal.runs() == []  # a plan is never a run: no gate or status --all sees it
+
+
+def test_record_plan_again_replaces_it_and_keeps_created_at(journal: Journal) -> None:
+    journal.record_plan(_plan())
+    journal.record_plan(
+        _plan(fingerprint="fp-2", mode="one-shot", created_at=50.0, updated_at=50.0)
+    )
+    again = journal.get_plan("p1")
+    assert again is not None
+    assert (again.fingerprint, again.mode, again.created_at, again.updated_at) == (
+        "fp-2",
+        "one-shot",
+        10.0,
+        50.0,
+    )
+
+
+def test_record_plan_of_an_existing_run_writes_nothing(journal: Journal) -> None:
+    journal.create_run(a_run())
+    assert journal.record_plan(_plan("r1")) is False
+    assert journal.get_plan("r1") is None
+    assert journal.plans() == []
+
+
+def test_record_plan_secret_value_refused(journal: Journal) -> None:
+    with pytest.raises(InvariantError, match="secret"):
+        journal.record_plan(_plan(data={"note": f"token {CANARY}"}))
+    assert journal.get_plan("p1") is None

@@ -16,6 +16,7 @@ import yaml
 
 from npa_infra import config as npa_config
 from npa_infra.errors import ConfigError, UsageError
+from npa_infra.journal.store import Journal
 from npa_infra.source import tree
 from npa_infra.workflow.submission import pipeline, sourcing, submitflags
 
@@ -134,7 +135,11 @@ def test_plan_only_image_less_step_would_stage_and_writes_nothing(
         ["train"],
     )
     assert f"NPA_SRC_S3_URI: {uri}" in source["_yaml"]
-    assert not home.exists()  # nothing saved, nothing journaled
+    # nothing staged or saved: the home holds only the journal, whose one row is the plan
+    journal_files = {"journal.sqlite3", "journal.sqlite3-wal", "journal.sqlite3-shm"}
+    assert {p.name for p in home.iterdir()} <= journal_files
+    with Journal.open(home) as journal:
+        assert (journal.runs(), [p.run_id for p in journal.plans()]) == ([], ["src-1"])
 
 
 def test_plan_only_exported_uri_kept_without_scanning(env: dict[str, str], tmp_path: Path) -> None:
