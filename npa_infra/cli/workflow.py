@@ -404,8 +404,8 @@ def status(
     progress; with --watch --json only the last refresh's document is printed
     (one JSON document, as every --json). Exit codes (of the last refresh): 0
     succeeded or in progress; 1 NOT_FOUND, ABSENT, FAILED*, CANCELLED or
-    BLOCKED; 2 VERIFICATION_UNAVAILABLE, or a usage error (neither or both of
-    RUN_ID and --all); 3 PARTIAL or DEGRADED; 4 NOT_SUBMITTED or PLAN_ONLY.
+    BLOCKED; 2 VERIFICATION_UNAVAILABLE; 3 PARTIAL or DEGRADED; 4 NOT_SUBMITTED
+    or PLAN_ONLY; 64 a usage error (neither or both of RUN_ID and --all).
     With --all: the worst of the runs' codes, 1 before 2, 3, 4, 0.
     """
     import os

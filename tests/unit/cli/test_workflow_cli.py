@@ -402,12 +402,12 @@ USAGE_CASES = {
 @pytest.mark.parametrize(
     ("args", "fragment"), list(USAGE_CASES.values()), ids=list(USAGE_CASES.keys())
 )
-def test_workflow_cli_usage_error_exit_2_message_on_stderr(
+def test_workflow_cli_usage_error_exit_64_message_on_stderr(
     npa: Invoke, args: list[object], fragment: str, render_dir: Path
 ) -> None:
     result = npa(*args, "--render-dir", render_dir) if args[0] == "submit" else npa(*args)
 
-    assert result.exit_code == 2
+    assert result.exit_code == 64
     assert fragment in result.stderr
     assert result.stdout.strip() == ""
     assert not render_dir.exists()
@@ -429,7 +429,7 @@ def test_workflow_cli_usage_error_with_json_prints_no_json_on_stdout(
     # usage error (exit 2) is told apart from an exit-2 verdict by the output.
     result = npa(*args)
 
-    assert result.exit_code == 2
+    assert result.exit_code == 64
     assert_no_json_on_stdout(result)
 
 
@@ -584,18 +584,18 @@ def test_submit_plan_only_raw_skypilot_task_missing_var_invalid_exit_1(
 # -- submit that would execute ------------------------------------------------------------
 
 
-def test_submit_runtime_mode_spec_with_assume_decision_executing_exit_2(npa: Invoke) -> None:
+def test_submit_runtime_mode_spec_with_assume_decision_executing_exit_64(npa: Invoke) -> None:
     result = npa("submit", RUNTIME_MODE, "--assume-decision", "loop_back")
 
-    assert result.exit_code == 2
+    assert result.exit_code == 64
     assert "executionMode: runtime" in result.stderr
     assert "--plan-only" in result.stderr
 
 
-def test_submit_one_shot_transitions_without_assumption_executing_exit_2(npa: Invoke) -> None:
+def test_submit_one_shot_transitions_without_assumption_executing_exit_64(npa: Invoke) -> None:
     result = npa("submit", LOOP_DECISION)
 
-    assert result.exit_code == 2
+    assert result.exit_code == 64
     assert "workflow 'loop-decision' has dynamic transitions" in result.stderr
     assert "--assume-decision" in result.stderr
 
@@ -627,12 +627,12 @@ def one_context_kubeconfig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> P
     ],
     ids=["minimal", "assumed-decision", "runtime-flag", "runtime-mode-spec"],
 )
-def test_submit_live_without_exact_context_exit_2_no_ambient_fallback(
+def test_submit_live_without_exact_context_exit_64_no_ambient_fallback(
     npa: Invoke, args: list[object], render_dir: Path, one_context_kubeconfig: Path
 ) -> None:
     result = npa("submit", *args, "--render-dir", render_dir)
 
-    assert result.exit_code == 2
+    assert result.exit_code == 64
     assert "Error:" in result.stderr
     assert "--infra k8s/<context>" in result.stderr
     assert "current context" in result.stderr
