@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 import os
 import select
-import traceback
 import signal
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
