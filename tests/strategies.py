@@ -47,6 +47,9 @@ Four families:
   any state with versions in and out of the pins (or missing), any owner of
   the API server port or none checked, and any set of IAM token names, for
   the totality and rule order of ``skypilot.drift.decide``.
+- ``sky_output_fragments``: the lines a ``sky jobs launch`` prints, recorded
+  known-failure lines (runs.skyoutput) among ordinary ones and near misses, for
+  the recogniser's "same first recognition however the lines break" property.
 - ``attempt_refs`` / ``run_entries``: a run's journaled attempts (waves, consecutive
   attempts, adopted ids or none) and journal runs beside plan-only run ids (any
   status, times stepping back), for ``workflow logs``' selection and ``workflow
@@ -97,6 +100,7 @@ __all__ = [
     "run_outcome_evidence",
     "sky_check_results",
     "sky_command_results",
+    "sky_output_fragments",
     "source_files",
     "submit_option_fields",
     "supervision_scenarios",
@@ -1470,6 +1474,50 @@ def controller_gate_inputs(draw: st.DrawFn) -> Any:
         deadline_passed=draw(st.booleans()),
         confirmed=draw(st.booleans()),
     )
+
+
+# -- live SkyPilot output (npa_infra/runs/skyoutput.py; issue 17) ------------------------------
+# Recorded known-failure lines (skypilot-0.12.md §8.1, §11), each holding one signature.
+SKY_KNOWN_LINES: tuple[tuple[str, str], ...] = (
+    (
+        "sky.exceptions.InvalidCloudConfigs: Invalid pod_config. Details: Validation error in "
+        "metadata.labels: No module named 'kubernetes.client.models.dict[str, str]'",
+        "kubernetes_client_pod_config",
+    ),
+    (
+        "TypeError: FastAPI.__init__() got an unexpected keyword argument 'prefix'",
+        "fastapi_server_crash",
+    ),
+    (
+        "sky.exceptions.APIVersionMismatchError: Client and local API server version mismatch",
+        "foreign_api_server",
+    ),
+    (
+        "nebius.aio.service_error.RequestError: PermissionDenied: access to the resource denied",
+        "stale_nebius_token",
+    ),
+    ("grpc status StatusCode.UNAUTHENTICATED: token expired", "stale_nebius_token"),
+)
+# Ordinary launch output and near misses that name no known failure.
+SKY_ORDINARY_LINES: tuple[str, ...] = (
+    "YAML to run: /tmp/npa/task.yaml",
+    "Launching a managed job 'npa-run-1'. Proceed? [Y/n]:",
+    "Submitted sky.jobs.launch request: 9b8c63a0-51f6-4d0e-9a43-3c3e1f0a2b7d",
+    "\x1b[2m⚙︎ Launching managed job on Kubernetes\x1b[0m",
+    "sky.exceptions.InvalidCloudConfigs: Invalid pod_config. Details: Invalid field: spec.foo",
+    "PermissionError: [Errno 13] Permission denied: '/tmp/x'",
+    "(401) Unauthorized",
+    "Check the request's log with: sky api logs 9b8c63a0",
+    "",
+)
+
+
+@st.composite
+def sky_output_fragments(draw: st.DrawFn) -> list[tuple[str, str | None]]:
+    """Lines of one launch's output, each with the known cause it shows (or None)."""
+    known = st.sampled_from(SKY_KNOWN_LINES).map(lambda pair: (pair[0], pair[1]))
+    ordinary = st.sampled_from(SKY_ORDINARY_LINES).map(lambda line: (line, None))
+    return draw(st.lists(st.one_of(ordinary, ordinary, known), max_size=8))
 
 
 # -- sky check kubernetes (npa_infra/skypilot/checkoutput.py; issue 17) ------------------------

@@ -358,6 +358,8 @@ def _finish_live(result: "LiveResult", json_out: bool) -> None:
                 f"launch sequence {tx['launch_sequence']}"
             )
         output.out(f"status: {result.status}")
+        for path in result.launch_logs:  # SkyPilot's whole launch output (launchlog)
+            output.out(f"launch log: {path}")
         if result.error is not None:
             output.warn(f"Error: {result.error.message}")
             if result.error.remedy:

@@ -4,6 +4,10 @@ The launch transaction retries only what this classifier calls transient,
 so it is deliberately conservative (runtime-reference.md §1 Classifier):
 
 1. The text (stdout + stderr + exception text) is ANSI-stripped and lowercased.
+   A known failure of the local SkyPilot install (``runs.skyoutput``: the
+   kubernetes-client ``pod_config`` loop, the fastapi crash, a foreign API
+   server) is its own terminal category first: it is not the task's schema
+   or a warm-up, and its remedy repairs the operator's machine (npa-infra adds).
 2. *Terminal* categories are checked first, in every phase, in table order:
    identity, context, rbac, auth, certificate, config, schema, capacity,
    workload. A terminal match always beats a transient one.
@@ -22,6 +26,7 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 
+from npa_infra.runs import skyoutput
 from npa_infra.runs.models import Category
 
 __all__ = [
@@ -189,6 +194,9 @@ def classify(text: str, phase: ClassifierPhase) -> Category:
     normalized = _ANSI.sub("", text).lower()
     if not normalized.strip():
         return Category.UNKNOWN
+    known = skyoutput.first(normalized)  # the install's own failures, before the tables
+    if known is not None:
+        return known.category
     for category, pattern in _TERMINAL:  # terminal first, in every phase
         if pattern.search(normalized):
             return category

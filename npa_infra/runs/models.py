@@ -81,6 +81,10 @@ class Category(StrEnum):
     CAPACITY = "capacity"
     WORKLOAD = "workload"
     SCHEMA = "schema"
+    # npa-infra adds (runs.skyoutput): the local SkyPilot install itself is broken or foreign
+    SKYPILOT_VENV = "skypilot_venv"  # kubernetes client >= 36, fastapi >= 0.120 in its venv
+    STALE_IAM_TOKEN = "stale_iam_token"  # an exported static Nebius IAM token was refused
+    FOREIGN_API_SERVER = "foreign_api_server"  # another install's API server answered
     INTERRUPTED = "interrupted"
     UNKNOWN = "unknown"
 
@@ -112,6 +116,9 @@ TERMINAL_CATEGORIES = frozenset(
         Category.CAPACITY,
         Category.WORKLOAD,
         Category.SCHEMA,
+        Category.SKYPILOT_VENV,
+        Category.STALE_IAM_TOKEN,
+        Category.FOREIGN_API_SERVER,
     }
 )
 

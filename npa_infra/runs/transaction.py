@@ -56,7 +56,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from npa_infra.errors import InvariantError
-from npa_infra.runs import backoff, classifier
+from npa_infra.runs import backoff, classifier, skyoutput
 from npa_infra.runs.children import ChildIdentity
 from npa_infra.runs.models import (
     Category,
@@ -148,6 +148,10 @@ _FIXES = {
     Category.CAPACITY: "free capacity or quota, or request fewer resources",
     Category.WORKLOAD: "fix the image or the setup step of the task",
     Category.SCHEMA: "fix the rendered task or pod_config the server rejected",
+    # runs.skyoutput: the local SkyPilot install's own failures
+    Category.SKYPILOT_VENV: f"repair SkyPilot's venv with `{skyoutput.BOOTSTRAP_REMEDY}`",
+    Category.STALE_IAM_TOKEN: skyoutput.TOKEN_REMEDY,
+    Category.FOREIGN_API_SERVER: skyoutput.PORT_REMEDY,
 }
 
 

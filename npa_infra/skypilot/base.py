@@ -31,6 +31,7 @@ class SkyPilot(Protocol):
         infra: str | None = None,
         secrets: Mapping[str, str] | None = None,
         on_started: Callable[[ChildIdentity], None] | None = None,
+        on_line: Callable[[str], None] | None = None,
     ) -> LaunchResult: ...
 
     def queue(self, *, all_users: bool = False, verbose: bool = False) -> QueueResult: ...

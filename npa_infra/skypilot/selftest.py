@@ -60,10 +60,15 @@ class _Journaled:
         stdin: str | None = None,
         timeout: float | None = None,
         on_started: Callable[[ChildIdentity], None] | None = None,
+        on_line: Callable[[str], None] | None = None,
     ) -> CommandResult:
         self._journal.begin(self._step, list(argv))
-        gated = {"on_started": on_started} if on_started is not None else {}
-        result = self._runner.run(argv, env=env, cwd=cwd, stdin=stdin, timeout=timeout, **gated)
+        extras: dict[str, Callable[..., None]] = {}  # only what is asked for (SkyCli._run)
+        if on_started is not None:
+            extras["on_started"] = on_started
+        if on_line is not None:
+            extras["on_line"] = on_line
+        result = self._runner.run(argv, env=env, cwd=cwd, stdin=stdin, timeout=timeout, **extras)
         self._journal.end(self._step, result)
         self.last = result
         return result

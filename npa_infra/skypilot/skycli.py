@@ -89,10 +89,16 @@ class SkyCli:
         stdin: str | None = None,
         timeout: float = CALL_TIMEOUT,
         on_started: Callable[[ChildIdentity], None] | None = None,
+        on_line: Callable[[str], None] | None = None,
     ) -> CommandResult:
         env = self.environment(extra_env)
         self._guard_ports(env)
-        gated = {"on_started": on_started} if on_started is not None else {}
+        # only what is asked for: a runner that cannot gate or stream is never handed either
+        gated: dict[str, Callable[..., None]] = {}
+        if on_started is not None:
+            gated["on_started"] = on_started
+        if on_line is not None:
+            gated["on_line"] = on_line
         return self._runner.run(
             [str(self.binary), *args],
             env=env,
@@ -114,11 +120,13 @@ class SkyCli:
         infra: str | None = None,
         secrets: Mapping[str, str] | None = None,
         on_started: Callable[[ChildIdentity], None] | None = None,
+        on_line: Callable[[str], None] | None = None,
     ) -> LaunchResult:
         """``sky jobs launch --async``; acceptance is not proof that a job exists (§2.4).
 
         ``on_started`` receives the child's identity before the child may reach the
         API server (``runner`` gates it), so the caller can make it durable first.
+        ``on_line`` receives each line of its output as it arrives (ANSI as printed).
         """
         args = ["jobs", "launch", "--name", name, "--yes", "--detach-run", "--async"]
         if infra:
@@ -127,7 +135,13 @@ class SkyCli:
             args += ["--secret", secret]  # by name: the value travels in the child's env only
         args.append(str(task_yaml))
         return classify.parse_launch(
-            self._run(args, extra_env=secrets, timeout=LAUNCH_TIMEOUT, on_started=on_started)
+            self._run(
+                args,
+                extra_env=secrets,
+                timeout=LAUNCH_TIMEOUT,
+                on_started=on_started,
+                on_line=on_line,
+            )
         )
 
     def queue(self, *, all_users: bool = False, verbose: bool = False) -> QueueResult:

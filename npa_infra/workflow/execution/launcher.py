@@ -9,6 +9,12 @@ launch sequence) and after it (the request id), and at every exit.
 Ids come only from exact-name reconciliation, never from launch output
 (runtime-reference.md §1). Ctrl-C ends the transaction with a durable
 ``interrupted`` record, which the caller reports as exit 130.
+
+The launch child's output, and the log of a launch request that failed, go
+line by line through ``launchlog``: shown live in text mode, kept in the
+attempt's log file, and read by ``runs.skyoutput``, whose recognised failure
+(the local SkyPilot install's own) is the failed launch's category. It only
+names the cause: the outcome is still proven by exact-name reconciliation.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from npa_infra.errors import UncertainOutcomeError
-from npa_infra.runs import classifier, transaction
+from npa_infra.runs import classifier, skyoutput, transaction
 from npa_infra.runs.children import ChildIdentity
 from npa_infra.runs.models import (
     Category,
@@ -33,6 +39,7 @@ from npa_infra.runs.models import (
     TransactionRecord,
 )
 from npa_infra.skypilot.models import QueueVerdict
+from npa_infra.workflow.execution import launchlog
 from npa_infra.workflow.target.services import Clock
 
 if TYPE_CHECKING:
@@ -83,8 +90,19 @@ def reconcile(sky: SkyPilot, name: str, now: float) -> Reconciliation:
     )
 
 
-def check_request(sky: SkyPilot, request_id: str | None) -> RequestCheck:
-    """The launch request's state; without an id, whether ANY launch request is in flight."""
+def check_request(
+    sky: SkyPilot,
+    request_id: str | None,
+    *,
+    token_vars: tuple[str, ...] = (),
+    on_failed_log: Callable[[str], None] | None = None,
+) -> RequestCheck:
+    """The launch request's state; without an id, whether ANY launch request is in flight.
+
+    A FAILED request's log is handed to ``on_failed_log`` (raw) and classified, a known
+    failure of the SkyPilot install first (``runs.skyoutput``, with the exported
+    ``token_vars``).
+    """
     if request_id is None:
         answer = sky.api_status()
         if not answer.readable:
@@ -107,11 +125,17 @@ def check_request(sky: SkyPilot, request_id: str | None) -> RequestCheck:
         return RequestCheck(state)
     logs = sky.api_logs(request_id)
     text = logs.stderr + "\n" + logs.stdout
-    return RequestCheck(
-        state,
-        classifier.redact(text.strip()),
-        classifier.classify(text, classifier.ClassifierPhase.LAUNCH),
-    )
+    if on_failed_log is not None:
+        on_failed_log(text.strip())
+    return RequestCheck(state, classifier.redact(text.strip()), _category(text, token_vars))
+
+
+def _category(text: str, token_vars: tuple[str, ...]) -> Category:
+    """A known failure of the SkyPilot install (runs.skyoutput) first, then the classifier."""
+    known = skyoutput.first(text, token_vars)
+    if known is not None:
+        return known.category
+    return classifier.classify(text, classifier.ClassifierPhase.LAUNCH)
 
 
 def _launch_outcome(
@@ -122,17 +146,27 @@ def _launch_outcome(
     infra: str | None,
     secrets: Mapping[str, str],
     on_started: Callable[[ChildIdentity], None],
+    log: launchlog.LaunchLog,
+    token_vars: tuple[str, ...] = (),
 ) -> LaunchOutcome:
     result = sky.launch(
-        task, name=record.job_name, infra=infra, secrets=secrets, on_started=on_started
+        task,
+        name=record.job_name,
+        infra=infra,
+        secrets=secrets,
+        on_started=on_started,
+        on_line=log.line,
     )
     if result.accepted:
         return LaunchOutcome(True, request_id=result.request_id)
     text = f"{result.command.stderr}\n{result.command.stdout}".strip() or result.detail
+    known = log.recognise(text)  # the streamed lines' first, else the whole output's
+    if known is not None:
+        text = f"{known.message} (remedy: {known.remedy})\n{text}"
     return LaunchOutcome(
         False,
         error=classifier.redact(text),
-        category=classifier.classify(text, classifier.ClassifierPhase.LAUNCH),
+        category=known.category if known is not None else _category(text, token_vars),
         timed_out=result.command.timed_out,
     )
 
@@ -155,6 +189,7 @@ class LaunchDriver:
         child_wait: float = CHILD_WAIT,
         state_dir: Path | None = None,
         home: str = "",
+        token_vars: tuple[str, ...] = (),
     ) -> None:
         self._sky = sky
         self._journal = journal
@@ -167,6 +202,10 @@ class LaunchDriver:
         # the SkyPilot state directory whose in-flight record this driver keeps (journal.inflight)
         self._state_dir = state_dir
         self._home = home
+        self._token_vars = token_vars  # the exported static Nebius token variables (names)
+        self._secrets: tuple[str, ...] = ()  # the values a launch log must mask (run())
+        self._logs: dict[AttemptKey, str] = {}
+        self._known: dict[AttemptKey, skyoutput.KnownFailure] = {}
 
     @property
     def progress(self) -> Callable[[str], None] | None:
@@ -175,6 +214,37 @@ class LaunchDriver:
     @property
     def home(self) -> str:
         return self._home
+
+    @property
+    def launch_logs(self) -> list[str]:
+        """The log files this driver wrote launch output to, in launch order."""
+        return list(dict.fromkeys(self._logs.values()))
+
+    @property
+    def known_failures(self) -> list[skyoutput.KnownFailure]:
+        """The known failures recognised in this driver's launches, in launch order."""
+        return list(self._known.values())
+
+    def _log(self, key: AttemptKey) -> launchlog.LaunchLog:
+        path = launchlog.log_path(self._home, key.run_id, key.wave_index, key.attempt)
+        log = launchlog.LaunchLog(
+            path, progress=self._progress, secrets=self._secrets, token_vars=self._token_vars
+        )
+        log.known = self._known.get(key)
+        return log
+
+    def _keep(self, key: AttemptKey, log: launchlog.LaunchLog) -> None:
+        log.close()
+        if log.written and log.path is not None:
+            self._logs[key] = str(log.path)
+        if log.known is not None and key not in self._known:
+            self._known[key] = log.known
+            self._journal.append_event(
+                key.run_id,
+                "known_failure",
+                {"wave": key.wave_index, "attempt": key.attempt, **log.known.to_json()},
+                now=self._clock.now(),
+            )
 
     def settle_child(self, key: AttemptKey, record: TransactionRecord) -> TransactionRecord:
         """Before re-entering a record, make sure its launch child can no longer act.
@@ -259,6 +329,7 @@ class LaunchDriver:
         ``before_post`` runs before each launch request is sent, once the intent
         (with the ``launch_sequence`` that request carries) is durable.
         """
+        self._secrets = tuple(secrets.values())
         try:
             while not record.done:
                 record = self._step(key, record, task_yaml, infra, secrets, before_post)
@@ -314,14 +385,41 @@ class LaunchDriver:
                 # the child is gated until this is durable (skypilot.runner)
                 self.checkpoint(key, transaction.on_child_started(intent, child))
 
-            outcome = _launch_outcome(
-                self._sky, task_yaml, record, infra=infra, secrets=secrets, on_started=started
-            )
+            log = self._log(key)
+            log.note(f"launch {record.launch_sequence} of {record.job_name}")
+            try:
+                outcome = _launch_outcome(
+                    self._sky,
+                    task_yaml,
+                    record,
+                    infra=infra,
+                    secrets=secrets,
+                    on_started=started,
+                    log=log,
+                    token_vars=self._token_vars,
+                )
+            finally:
+                self._keep(key, log)
             record = transaction.on_launched(record, outcome, now=clock.now())
             self.checkpoint(key, record)  # the request id (or the error) is durable
             return record
         if kind is transaction.ActionKind.CHECK_REQUEST:
-            check = check_request(self._sky, action.request_id)
+            log = self._log(key)
+
+            def failed_log(text: str) -> None:
+                log.note(f"launch request {action.request_id} failed; its log:")
+                for line in text.splitlines():
+                    log.line(line)
+
+            try:
+                check = check_request(
+                    self._sky,
+                    action.request_id,
+                    token_vars=self._token_vars,
+                    on_failed_log=failed_log,
+                )
+            finally:
+                self._keep(key, log)
             return transaction.on_request(record, check, now=clock.now(), jitter=clock.jitter())
         if kind is transaction.ActionKind.SLEEP:
             clock.sleep(action.delay)

@@ -23,7 +23,8 @@ from npa_infra.errors import (
     NpaError,
     UncertainOutcomeError,
 )
-from npa_infra.runs.models import LaunchState, TransactionRecord
+from npa_infra.runs import skyoutput
+from npa_infra.runs.models import Category, LaunchState, TransactionRecord
 
 if TYPE_CHECKING:
     from npa_infra.plan.model import DecisionPoint
@@ -99,6 +100,8 @@ class LiveResult:
     error: NpaError | None = None
     exit_code: int = 0
     warnings: list[dict[str, str]] = field(default_factory=list)  # the drift gate's advisories
+    launch_logs: list[str] = field(default_factory=list)  # launchlog files, in launch order
+    known_failures: list[dict[str, str]] = field(default_factory=list)  # runs.skyoutput
 
     def to_json(self) -> dict[str, Any]:
         last = self.transactions[-1] if self.transactions else None
@@ -113,6 +116,9 @@ class LiveResult:
             "launch_transaction": last,
             "launch_transactions": self.transactions,
             "warnings": self.warnings,
+            "launch_log": self.launch_logs[-1] if self.launch_logs else None,
+            "launch_logs": self.launch_logs,
+            "known_failure": self.known_failures[-1] if self.known_failures else None,
             "error": None,
         }
         if self.error is not None:
@@ -163,9 +169,11 @@ def outcome_error(record: TransactionRecord, command: str) -> NpaError | None:
             details=details,
         )
     if record.state is LaunchState.TERMINAL_FAILURE:
+        latest = record.category if record.last_category is Category.NONE else record.last_category
+        fix = skyoutput.remedy_for(latest) or "fix the cause"  # a known install failure's own
         return LaunchFailedError(
             f"the launch failed and the job is verified absent: {reason}: {record.primary_error}",
-            remedy="fix the cause, then submit a new run",
+            remedy=f"{fix}, then submit a new run",
             details=details,
         )
     return UncertainOutcomeError(

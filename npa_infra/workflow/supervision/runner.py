@@ -21,6 +21,7 @@ from npa_infra import config as npa_config
 from npa_infra.errors import InvariantError, NpaError, RunStateError, UsageError
 from npa_infra.kube.sharedpods import SharedPods
 from npa_infra.runs.lifecycle import RunStatus
+from npa_infra.skypilot import livegate
 from npa_infra.skypilot.sharedqueue import SharedQueue
 from npa_infra.workflow.execution import adapters, attempts
 from npa_infra.workflow.execution.launcher import LaunchDriver
@@ -106,6 +107,7 @@ def execute(
                 progress=given.progress,
                 state_dir=isolated.root,
                 home=str(home),
+                token_vars=livegate.token_vars(env),
             )
             result = waves.run_waves(
                 request,
@@ -140,6 +142,8 @@ def execute(
                 ),
             )
             result.warnings = warned
+            result.launch_logs = driver.launch_logs
+            result.known_failures = [known.to_json() for known in driver.known_failures]
             return result
     finally:
         journal.close()

@@ -19,6 +19,10 @@ Actions and their parameters:
   With ``signal_fifo`` the call writes its pid into that FIFO when it starts
   hanging, and with ``release_fifo`` it hangs until a line is written into it
   (events a test can wait on, instead of time).
+- ``say``: print ``lines`` (a list, each flushed as it is written) on ``stream``
+  (``stdout``, the default, or ``stderr``) when the call reaches the server, before
+  any ``hang``: with a ``hang`` on ``release_fifo`` the call then waits, so a test
+  can see those lines while the call is still running.
 - ``garbage``: print ``stdout`` (unreadable text) and ``stderr``, exit ``exit``
   (default 0), without acting.
 - ``preamble``: print the local-server banner (§1) before the answer.

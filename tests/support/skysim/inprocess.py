@@ -56,6 +56,7 @@ class InProcessRunner:
         stdin: str | None = None,
         timeout: float | None = None,
         on_started: Callable[[ChildIdentity], None] | None = None,  # no child: nothing to record
+        on_line: Callable[[str], None] | None = None,  # handed every line once the call ends
     ) -> CommandResult:
         from tests.support.skysim import main
 
@@ -72,6 +73,9 @@ class InProcessRunner:
             _stdin(stdin),
         ):
             code = main.main(args)
+        if on_line is not None:
+            for line in (out.getvalue() + err.getvalue()).splitlines():
+                on_line(line)
         return CommandResult(tuple(argv), code, out.getvalue(), err.getvalue())
 
 

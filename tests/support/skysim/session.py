@@ -132,6 +132,12 @@ class Session:
         trailing = self.rule("trailing")
         if trailing is not None:
             self._trailing.append(str(trailing.get("text", "Tip: run `sky jobs queue -v`.")))
+        say = self.rule("say")
+        if say is not None:
+            stream = sys.stderr if say.get("stream") == "stderr" else sys.stdout
+            for line in say.get("lines", []):
+                stream.write(f"{line}\n")
+                stream.flush()
         hang = self.rule("hang")
         if hang is not None and not hang.get("after_accept"):
             _hang(hang)

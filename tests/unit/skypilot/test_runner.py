@@ -15,6 +15,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from npa_infra.runs.children import ChildIdentity, ChildState
 from npa_infra.skypilot import children
@@ -134,3 +136,79 @@ def test_wait_gone_returns_when_the_process_exits() -> None:
     os.close(write_end)
     proc.wait()
     assert children.wait_gone(child, 30.0) is ChildState.GONE
+
+
+# -- streaming: on_line sees each line as it arrives (issue 17) ---------------------------------
+def test_run_on_line_gets_a_line_while_the_child_still_runs(tmp_path: Path) -> None:
+    """The child prints a line, then blocks until the callback releases it: only a runner
+    that hands the line over while the child runs can finish (else the timeout ends it)."""
+    release = tmp_path / "release.fifo"
+    os.mkfifo(release)
+    seen: list[str] = []
+    identities: list[ChildIdentity] = []
+
+    def on_line(line: str) -> None:
+        seen.append(line)
+        if line == "ready":
+            assert children.observe(identities[0]) is ChildState.ALIVE  # not yet released
+            with open(release, "w", encoding="ascii") as fifo:
+                fifo.write("go\n")
+
+    script = f"echo ready; read -r _ < {release}; echo done; echo oops >&2"
+    result = SubprocessRunner().run(
+        ["/bin/sh", "-c", script],
+        env=ENV,
+        timeout=120,
+        on_started=identities.append,
+        on_line=on_line,
+    )
+    assert not result.timed_out and result.returncode == 0
+    assert seen[0] == "ready" and sorted(seen[1:]) == ["done", "oops"]
+    assert (result.stdout, result.stderr) == ("ready\ndone\n", "oops\n")  # still whole
+
+
+def test_run_on_line_error_kills_the_child_and_propagates(tmp_path: Path) -> None:
+    identities: list[ChildIdentity] = []
+
+    def on_line(line: str) -> None:
+        raise RuntimeError(f"sink broke on {line}")
+
+    with pytest.raises(RuntimeError, match="sink broke on ready"):
+        SubprocessRunner().run(
+            ["/bin/sh", "-c", "echo ready; exec /bin/sleep 600"],
+            env=ENV,
+            on_started=identities.append,
+            on_line=on_line,
+        )
+    assert children.wait_gone(identities[0], 30.0) is ChildState.GONE
+
+
+def test_run_on_line_timeout_kills_and_keeps_what_was_read() -> None:
+    seen: list[str] = []
+    result = SubprocessRunner().run(
+        ["/bin/sh", "-c", "echo first; exec /bin/sleep 600"],
+        env=ENV,
+        timeout=0.3,
+        on_line=seen.append,
+    )
+    assert result.timed_out
+    assert result.stdout.splitlines() == seen  # the callback saw exactly what was kept
+
+
+@given(
+    st.lists(st.sampled_from(["a", "é", "line two", "", "\n", "\r\n", "\r", "x\ry"]), max_size=12),
+    st.data(),
+)
+def test_lines_any_chunking_same_lines_and_text(parts: list[str], data: st.DataObject) -> None:
+    from npa_infra.skypilot import runner
+
+    raw = "".join(parts).encode()
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(raw)), max_size=6)))
+    pipe = runner._Lines()
+    lines: list[str] = []
+    for start, end in zip([0, *cuts], [*cuts, len(raw)], strict=True):
+        lines += pipe.feed(raw[start:end]) if end > start else []
+    lines += pipe.close()
+    text = raw.decode().replace("\r\n", "\n").replace("\r", "\n")
+    assert pipe.text() == text
+    assert lines == text.splitlines()
