@@ -405,10 +405,10 @@ def status(
     With --watch the view is printed once per refresh until nothing is in
     progress; with --watch --json only the last refresh's document is printed
     (one JSON document, as every --json). Exit codes (of the last refresh): 0
-    succeeded or in progress; 1 NOT_FOUND, ABSENT, FAILED*, CANCELLED or
-    BLOCKED; 2 VERIFICATION_UNAVAILABLE; 3 PARTIAL or DEGRADED; 4 NOT_SUBMITTED
-    or PLAN_ONLY; 64 a usage error (neither or both of RUN_ID and --all).
-    With --all: the worst of the runs' codes, 1 before 2, 3, 4, 0.
+    succeeded, in progress, NOT_SUBMITTED or PLAN_ONLY; 1 NOT_FOUND, ABSENT,
+    FAILED*, CANCELLED or BLOCKED; 2 not proven: VERIFICATION_UNAVAILABLE,
+    PARTIAL or DEGRADED; 64 a usage error (neither or both of RUN_ID and --all).
+    With --all: the worst of the runs' codes, 1 before 2, 0.
     """
     import os
 

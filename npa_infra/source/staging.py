@@ -60,6 +60,7 @@ class StageResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "status": "reused" if self.reused else "uploaded",
             "uri": self.uri,
             "fingerprint": self.fingerprint,
             "file_count": self.file_count,

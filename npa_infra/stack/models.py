@@ -6,8 +6,9 @@ Exit codes of every ``npa stack`` subcommand:
 |---|---|
 | 0 | done; for ``preview``/``refresh`` without ``--yes``: no changes, or changes without a flag asking to fail on them |
 | 1 | an error, ``confirmation_required`` (``up``/``destroy``/``refresh`` without ``--yes``), or ``blocked_active_jobs`` |
-| 2 | ``preview``/``refresh``: changes present with ``--detailed-exitcode`` or ``--expect-no-changes``; ``destroy``: ``controller_unproven`` (the controller's queue could not be read); also click's usage errors (no JSON on stdout) |
+| 2 | ``preview``/``refresh``: changes present with ``--detailed-exitcode`` or ``--expect-no-changes``; ``destroy``: ``controller_unproven`` (the controller's queue could not be read) |
 | 3 | the engine is missing: no ``pulumi`` CLI, or no provider plugin |
+| 64 | a usage error (no JSON on stdout) |
 
 Secret output values never appear unless ``--show-secrets`` asked for them:
 they are the string ``[secret]``.
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic import BaseModel, ConfigDict, JsonValue, computed_field
 
 from npa_infra.stack.report import PreviewReport
 
@@ -201,6 +202,12 @@ class OutputsReport(_Model):
     backend_url: str
     outputs: dict[str, JsonValue]
     secret_keys: list[str] = []
+
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented computed-field form
+    @property
+    def status(self) -> Literal["ok"]:
+        """Every ``--json`` object has a ``status`` (issue 17); outputs that were read: ``ok``."""
+        return "ok"
 
     @property
     def exit_code(self) -> int:

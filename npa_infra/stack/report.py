@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 __all__ = [
     "MARKDOWN_LIMIT",
@@ -108,6 +108,12 @@ class PreviewReport(_Model):
     steps: list[Step]
     diagnostics: list[Diagnostic]
     output_changes_counted: Literal[False] = False
+
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented computed-field form
+    @property
+    def status(self) -> Literal["changes", "no_changes"]:
+        """Every ``--json`` object has a ``status`` (issue 17): what the preview found."""
+        return "changes" if self.changes_present else "no_changes"
 
     def to_json(self) -> dict[str, object]:
         return self.model_dump(mode="json", by_alias=True)

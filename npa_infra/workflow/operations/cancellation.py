@@ -67,6 +67,7 @@ class CancelReport:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "status": self.outcome,  # issue 17: every --json object has a status
             "run_id": self.run_id,
             "outcome": self.outcome,
             "cancelled_job_ids": self.cancelled_job_ids,

@@ -11,8 +11,10 @@ unless the journal already holds its end. One run and all runs share that
 verification (``_verify``): ``--all`` costs one queue read, one pod list and
 one node list per (stack, context), never a read per job. A run id the journal
 holds only as a ``--plan-only`` plan is ``PLAN_ONLY``, with no read at all (and
-``--all`` never lists it: it launched nothing). Exit codes: cli.md §1.5; for
-``--all`` the worst of the runs' codes (``worst_exit_code``).
+``--all`` never lists it: it launched nothing). Exit codes (``STATUS_EXIT_CODES``):
+the README's one table, so a code means the same on every command (issue 17, which
+overrides cli.md §1.5's 3 and 4: 3 is "no Pulumi engine"); for ``--all`` the worst
+of the runs' codes (``worst_exit_code``).
 
 ``refreshes`` is ``--watch``: one report per refresh, ``interval`` seconds
 apart on ``Services.clock`` (tests move virtual time), until no listed run is
@@ -61,11 +63,15 @@ STATUS_EXIT_CODES: dict[str, int] = {
     "CANCELLED": 1,
     "BLOCKED": 1,
     "VERIFICATION_UNAVAILABLE": 2,
-    "PARTIAL": 3,
-    "DEGRADED": 3,
-    "NOT_SUBMITTED": 4,
-    "PLAN_ONLY": 4,
+    # some jobs' answers are not proven (or a job is degraded): not a definite failure
+    "PARTIAL": 2,
+    "DEGRADED": 2,
+    # a proven answer (nothing was launched) and nothing failed
+    "NOT_SUBMITTED": 0,
+    "PLAN_ONLY": 0,
 }
+# ``status --all``'s ``status`` field, from its exit code (every --json object has one)
+_ALL_STATUS = {0: "ok", 1: "failed", 2: "unproven"}
 
 
 # a journal run status after which no job of the run can still be live
@@ -76,8 +82,8 @@ IN_PROGRESS_STATUSES = frozenset(
 )
 WATCH_INTERVAL_SECONDS = 10.0
 # --all: the worst code wins, in this order (a failure or blocker first, then an
-# unverifiable answer, then a partial one, then never submitted; 0 only if all are 0)
-_EXIT_SEVERITY = (1, 2, 3, 4, 0)
+# answer not proven; 0 only if all are 0)
+_EXIT_SEVERITY = (1, 2, 0)
 _PENDING = (JobStatus.PENDING, JobStatus.STARTING)
 _BLOCKER_EVENTS = ("blocker", "permanent_blocker")
 # journaled by the supervisor: a read that missed the job, and the reads that showed it again
@@ -174,7 +180,11 @@ class AllStatusReport:
         return any(r.in_progress for r in self.runs)
 
     def to_json(self) -> dict[str, Any]:
-        return {"runs": [r.to_json() for r in self.runs], "queue_state": self.queue_state}
+        return {
+            "status": _ALL_STATUS.get(self.exit_code, "failed"),
+            "runs": [r.to_json() for r in self.runs],
+            "queue_state": self.queue_state,
+        }
 
 
 def run_status(

@@ -75,7 +75,7 @@ class GpusReport:
         return 1 if self.steps and any(not s.resolution.verdict.ok for s in self.steps) else 0
 
     def to_json(self) -> dict[str, Any]:
-        out = self.catalog.to_json()
+        out = {"status": "refused" if self.exit_code else "ok", **self.catalog.to_json()}
         if self.steps is not None:
             out["steps"] = [{**s.to_json(), "message": s.resolution.message} for s in self.steps]
         return out

@@ -86,6 +86,7 @@ class PlanReport:
                 "run_id": self.plan.run_id,
                 "fingerprint": self.fingerprint,
             }
+        out["status"] = "planned"  # issue 17: every --json object has a status
         if self.bucket_is_placeholder:
             out["bucket_is_placeholder"] = True
         return out

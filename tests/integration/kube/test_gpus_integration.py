@@ -130,7 +130,7 @@ def test_gpus_cli_json_real_client(race: FakeKube, npa: Invoke) -> None:
 
     assert result.exit_code == 0, result.stderr
     payload = json.loads(result.stdout)
-    assert set(payload) == {"context", "accelerators", "not_yet_labelled"}
+    assert set(payload) == {"status", "context", "accelerators", "not_yet_labelled"}
     assert payload["accelerators"][0]["requestable_qty_per_node"] == 1
 
 

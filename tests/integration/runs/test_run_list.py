@@ -186,7 +186,7 @@ def test_plan_only_run_is_found_by_status_cancel_is_a_no_op_gate_ignores_it(
         "PLAN_ONLY",
         [],
     )
-    assert code == 4  # cli.md §1.5: PLAN_ONLY is 4, with NOT_SUBMITTED
+    assert code == 0  # issue 17: a proven answer, nothing failed (cli.md §1.5's 4 is gone)
     assert status["mode"] == "one-shot" and "--plan-only" in status["detail"]
     for _ in range(2):  # repeat-safe
         code, stdout, _ = _npa(world, "cancel", "po-1", "--json")

@@ -63,7 +63,7 @@ def test_status_all_two_pending_runs_one_queue_read_one_pod_list(
 def test_status_all_json_is_runs_of_the_single_run_shape(world: World) -> None:
     world.submit(MINIMAL, run_id="js-1")
     payload = _all(world).to_json()
-    assert set(payload) == {"runs", "queue_state"}
+    assert set(payload) == {"status", "runs", "queue_state"}
     [run] = payload["runs"]
     assert set(run) == set(world.status("js-1").to_json())
     assert run["run_id"] == "js-1"

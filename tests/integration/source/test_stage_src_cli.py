@@ -21,7 +21,7 @@ from npa_infra.source import tree
 from tests.integration.source.conftest import BUCKET
 from tests.support.motoserver import MotoS3
 
-STAGE_KEYS = {"uri", "fingerprint", "file_count", "reused", "total_bytes", "uploaded"}
+STAGE_KEYS = {"status", "uri", "fingerprint", "file_count", "reused", "total_bytes", "uploaded"}
 
 
 @pytest.fixture(autouse=True)
@@ -50,8 +50,10 @@ def test_stage_src_json_then_reused(checkout: Path, s3_server: MotoS3) -> None:
     fp = tree.scan(checkout).fingerprint
     assert payload["uri"] == f"s3://{BUCKET}/npa-src/npa/{fp}/"
     assert (payload["fingerprint"], payload["file_count"], payload["reused"]) == (fp, 4, False)
+    assert payload["status"] == "uploaded"
     assert again.exit_code == 0
     assert json.loads(again.stdout)["reused"] is True
+    assert json.loads(again.stdout)["status"] == "reused"
     assert json.loads(again.stdout)["uploaded"] == 0
 
 

@@ -157,7 +157,8 @@ def test_gpus_json_exact_shape_exit_0(npa: Invoke, cluster: Installed) -> None:
 
     assert result.exit_code == 0, result.stderr
     payload = stdout_json(result)
-    assert set(payload) == {"context", "accelerators", "not_yet_labelled"}
+    assert set(payload) == {"status", "context", "accelerators", "not_yet_labelled"}
+    assert payload["status"] == "ok"
     assert payload["context"] == CTX
     assert payload["not_yet_labelled"] == ["gpu-b"]
     (acc,) = payload["accelerators"]
@@ -218,6 +219,7 @@ def test_gpus_spec_exceeds_per_node_exit_1(npa: Invoke, cluster: Installed, tmp_
     result = npa("gpus", "--cluster", CTX, "--spec", spec_file(tmp_path, 8), "--json")
 
     assert result.exit_code == 1
+    assert stdout_json(result)["status"] == "refused"
     (step,) = stdout_json(result)["steps"]
     assert step["verdict"] == "exceeds_per_node"
     assert step["resolved"] is None

@@ -29,6 +29,7 @@ from tests.support.fakecluster import FakeCluster, gpu_node
 REPO = Path(__file__).resolve().parents[3]
 LINEAR = REPO / "workflows" / "testing" / "linear-chain.yaml"
 CANCEL_KEYS = {
+    "status",
     "run_id",
     "outcome",
     "cancelled_job_ids",
@@ -155,9 +156,10 @@ def test_status_all_project_bound_to_stack_lists_only_its_runs(
 
     result = npa(*WF, "status", "--all", "--cached", "-p", "team", "--json")
 
-    assert result.exit_code == 4, result.stderr  # a run with no attempt yet: NOT_SUBMITTED
+    assert result.exit_code == 0, result.stderr  # a run with no attempt yet: NOT_SUBMITTED
     payload = json.loads(result.stdout)
-    assert set(payload) == {"runs", "queue_state"}
+    assert set(payload) == {"status", "runs", "queue_state"}
+    assert (payload["status"], payload["runs"][0]["status"]) == ("ok", "NOT_SUBMITTED")
     assert [r["run_id"] for r in payload["runs"]] == ["r-prod"]
 
 

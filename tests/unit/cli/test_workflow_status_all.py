@@ -39,7 +39,7 @@ def test_status_all_bad_arguments_usage_error_exit_64_no_json(args: tuple[str, .
 def test_status_all_no_journal_json_empty_runs_exit_0() -> None:
     code, stdout, _ = _invoke("--all", "--json")
     assert code == 0
-    assert json.loads(stdout) == {"runs": [], "queue_state": "not_read"}
+    assert json.loads(stdout) == {"status": "ok", "runs": [], "queue_state": "not_read"}
 
 
 def test_status_all_no_journal_text_says_nothing_in_progress() -> None:
@@ -50,18 +50,58 @@ def test_status_all_no_journal_text_says_nothing_in_progress() -> None:
 
 @pytest.mark.parametrize(
     ("codes", "worst"),
-    [((), 0), ((0, 0), 0), ((0, 4), 4), ((4, 3), 3), ((3, 2), 2), ((2, 1, 0), 1)],
-    ids=["none", "all_ok", "not_submitted", "partial", "unverified", "failed"],
+    [((), 0), ((0, 0), 0), ((0, 2), 2), ((2, 0, 2), 2), ((2, 1, 0), 1), ((0, 1), 1)],
+    ids=["none", "all_ok", "unproven", "unproven_twice", "failed_first", "failed"],
 )
-def test_worst_exit_code_ranks_1_then_2_3_4_0(codes: tuple[int, ...], worst: int) -> None:
+def test_worst_exit_code_ranks_1_then_2_then_0(codes: tuple[int, ...], worst: int) -> None:
     assert runstatus.worst_exit_code(codes) == worst
+
+
+@pytest.mark.parametrize(
+    ("status", "code"),
+    [
+        ("PARTIAL", 2),
+        ("DEGRADED", 2),
+        ("VERIFICATION_UNAVAILABLE", 2),
+        ("NOT_SUBMITTED", 0),
+        ("PLAN_ONLY", 0),
+        ("RUNNING", 0),
+        ("FAILED_SETUP", 1),
+        ("NOT_FOUND", 1),
+    ],
+    ids=["partial", "degraded", "unverified", "not_submitted", "plan_only", "running", "failed",
+         "not_found"],
+)  # fmt: skip
+def test_status_exit_code_one_table_not_proven_2_never_3_or_4(status: str, code: int) -> None:
+    # issue 17: 3 is "no Pulumi engine" on every command, so status keeps to 0, 1 and 2
+    assert runstatus.exit_code_for(status) == code
+
+
+@pytest.mark.parametrize(
+    ("statuses", "code", "label"),
+    [
+        ((), 0, "ok"),
+        (("RUNNING", "PLAN_ONLY"), 0, "ok"),
+        (("RUNNING", "PARTIAL"), 2, "unproven"),
+        (("PARTIAL", "BLOCKED"), 1, "failed"),
+    ],
+    ids=["none", "all_ok", "partial", "blocked"],
+)
+def test_all_status_report_status_field_follows_exit_code(
+    statuses: tuple[str, ...], code: int, label: str
+) -> None:
+    report = runstatus.AllStatusReport(
+        runs=[runstatus.StatusReport(f"r{i}", None, s, None, None) for i, s in enumerate(statuses)]
+    )
+
+    assert (report.exit_code, report.to_json()["status"]) == (code, label)
 
 
 @pytest.mark.parametrize(
     ("args", "code", "status"),
     [
         (("nobody-1", "--watch", "--json"), 1, "NOT_FOUND"),
-        (("--all", "--watch", "--json"), 0, None),
+        (("--all", "--watch", "--json"), 0, "ok"),
     ],
     ids=["unknown_run", "all_no_journal"],
 )

@@ -34,6 +34,7 @@ def test_build_schema_exact_keys() -> None:
         "steps",
         "diagnostics",
         "output_changes_counted",
+        "status",
     ]
     assert doc["schema"] == "npa.stack.preview.v1"
     assert doc["output_changes_counted"] is False

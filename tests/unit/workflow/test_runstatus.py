@@ -154,5 +154,7 @@ def test_refreshes_all_with_nothing_in_progress_reads_once_and_never_sleeps(
     reports = list(
         runstatus.refreshes(None, env={"NPA_HOME": str(tmp_path)}, services=clock.services())
     )
-    assert [r.to_json() for r in reports] == [{"runs": [], "queue_state": "not_read"}]
+    assert [r.to_json() for r in reports] == [
+        {"status": "ok", "runs": [], "queue_state": "not_read"}
+    ]
     assert clock.slept == []
