@@ -31,6 +31,7 @@ app = typer.Typer(
 
 app.command("gpus")(gpus.gpus_cmd)
 app.command("stage-src")(source.stage_src_cmd)
+app.command("logs")(runhistory.logs_cmd)
 app.command("list")(runhistory.list_cmd)
 
 SpecArg = Annotated[Path, typer.Argument(help="Path to an npa.workflow spec.", show_default=False)]

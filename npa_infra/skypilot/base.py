@@ -42,7 +42,14 @@ class SkyPilot(Protocol):
 
     def cancel(self, job_ids: Sequence[int]) -> CancelResult: ...
 
-    def logs(self, job_id: int, *, controller: bool = False) -> CommandResult: ...
+    def logs(
+        self,
+        job_id: int,
+        *,
+        controller: bool = False,
+        follow: bool = False,
+        on_line: Callable[[str], None] | None = None,
+    ) -> CommandResult: ...
 
     def down_controller(self) -> DownResult: ...
 

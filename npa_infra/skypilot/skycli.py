@@ -30,6 +30,7 @@ __all__ = ["SkyCli"]
 
 LAUNCH_TIMEOUT = 1800.0
 CALL_TIMEOUT = 300.0
+FOLLOW_TIMEOUT = 7 * 24 * 3600.0  # `jobs logs --follow` ends with the job; a week bounds it
 CHECK_TIMEOUT = 180.0
 
 
@@ -170,11 +171,25 @@ class SkyCli:
             )
         return classify.parse_cancel(self._run(["jobs", "cancel", "--yes", *map(str, job_ids)]))
 
-    def logs(self, job_id: int, *, controller: bool = False) -> CommandResult:
-        args = ["jobs", "logs", "--no-follow"]
+    def logs(
+        self,
+        job_id: int,
+        *,
+        controller: bool = False,
+        follow: bool = False,
+        on_line: Callable[[str], None] | None = None,
+    ) -> CommandResult:
+        """``sky jobs logs --no-follow <id>``: the log so far, by exact id (never a name).
+
+        With ``follow`` it is ``--follow``: the command streams until the job ends (each
+        line to ``on_line`` as it arrives), bounded by ``FOLLOW_TIMEOUT``, and exits with
+        the job's exit code (skypilot-0.12.md, ``runs.logtargets.read_state``).
+        """
+        args = ["jobs", "logs", "--follow" if follow else "--no-follow"]
         if controller:
             args.append("--controller")
-        return self._run([*args, str(job_id)])
+        timeout = FOLLOW_TIMEOUT if follow else CALL_TIMEOUT
+        return self._run([*args, str(job_id)], timeout=timeout, on_line=on_line)
 
     def down_controller(self) -> DownResult:
         """Tear down this directory's jobs controller, answering the ``delete`` prompt (§5.4)."""
