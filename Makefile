@@ -16,7 +16,7 @@ ifneq ($(wildcard $(SHARED)/design/tool-catalog.json),)
 export NPA_TOOL_CATALOG ?= $(SHARED)/design/tool-catalog.json
 endif
 
-.PHONY: demo test lint bench clean kubectl registry-tools
+.PHONY: demo test lint bench clean kubectl registry-tools sky-tools
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,7 +43,12 @@ kubectl:
 registry-tools:
 	@(command -v docker-registry && command -v htpasswd) >/dev/null || (apt-get update && apt-get install -y docker-registry apache2-utils openssl)
 
-test: lint kubectl registry-tools
+# The real SkyPilot 0.12.2 disables Kubernetes without socat and nc and refuses to provision
+# without rsync; its `sky check kubernetes` test against the Kubernetes double needs them.
+sky-tools:
+	@(command -v socat && command -v nc && command -v rsync) >/dev/null || (apt-get update && apt-get install -y socat netcat-openbsd rsync)
+
+test: lint kubectl registry-tools sky-tools
 	$(BIN)/python -m pytest
 
 # The benchmark compares against `sky --help` of the bootstrapped SkyPilot when one exists
