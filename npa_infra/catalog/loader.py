@@ -11,12 +11,13 @@ import json
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal, NamedTuple
 
 from npa_infra.catalog.builtin import BUILTIN
 from npa_infra.catalog.model import Catalog, ToolEntry
 from npa_infra.errors import ConfigError
 
-__all__ = ["load_catalog_file", "select_catalog"]
+__all__ = ["CatalogOrigin", "catalog_origin", "load_catalog_file", "select_catalog"]
 
 _REMEDY = "pass a JSON list of tool entries (see tool-catalog.json), or unset NPA_TOOL_CATALOG"
 
@@ -70,9 +71,25 @@ def load_catalog_file(path: Path) -> tuple[ToolEntry, ...]:
     return tuple(_entry(item, i, label) for i, item in enumerate(data))
 
 
+class CatalogOrigin(NamedTuple):
+    """Which catalog file extends the built-in tools, and what chose it."""
+
+    source: Literal["built-in", "--catalog", "NPA_TOOL_CATALOG"]
+    path: Path | None
+
+
+def catalog_origin(explicit: Path | None, env: Mapping[str, str]) -> CatalogOrigin:
+    """``--catalog FILE`` wins over ``NPA_TOOL_CATALOG``; neither means the built-in tools only."""
+    if explicit is not None:
+        return CatalogOrigin("--catalog", explicit)
+    if env.get("NPA_TOOL_CATALOG"):
+        return CatalogOrigin("NPA_TOOL_CATALOG", Path(env["NPA_TOOL_CATALOG"]))
+    return CatalogOrigin("built-in", None)
+
+
 def select_catalog(explicit: Path | None, env: Mapping[str, str]) -> Catalog:
     """The built-in catalog, extended by ``explicit`` or else ``NPA_TOOL_CATALOG``."""
-    path = explicit or (Path(env["NPA_TOOL_CATALOG"]) if env.get("NPA_TOOL_CATALOG") else None)
+    path = catalog_origin(explicit, env).path
     if path is None:
         return BUILTIN
     return BUILTIN.merged(load_catalog_file(path.resolve()), str(path))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from npa_infra.cli import flags, gpus, output, runhistory, selection, services, source
+from npa_infra.cli import flags, gpus, output, runhistory, selection, services, source, specformat
 
 if TYPE_CHECKING:
     from npa_infra.registry.models import CheckResult
@@ -33,6 +33,8 @@ app.command("gpus")(gpus.gpus_cmd)
 app.command("stage-src")(source.stage_src_cmd)
 app.command("logs")(runhistory.logs_cmd)
 app.command("list")(runhistory.list_cmd)
+app.command("schema")(specformat.schema_cmd)
+app.command("catalog")(specformat.catalog_cmd)
 
 SpecArg = Annotated[Path, typer.Argument(help="Path to an npa.workflow spec.", show_default=False)]
 VarOpt = Annotated[

@@ -75,6 +75,8 @@ CASES: dict[str, tuple[list[str], str, int]] = {
     "status-unknown": (["workbench", "workflow", "status", "nobody-1"], "NOT_FOUND", 1),
     "status-all": (["workbench", "workflow", "status", "--all"], "ok", 0),
     "cancel-unknown": (["workbench", "workflow", "cancel", "nobody-1"], "unknown_run", 1),
+    "schema": (["workbench", "workflow", "schema"], "ok", 0),
+    "catalog": (["workbench", "workflow", "catalog"], "ok", 0),
     "gpus": (["workbench", "workflow", "gpus", "--cluster", CTX], "ok", 0),
     "gpus-spec-ok": (
         ["workbench", "workflow", "gpus", "--cluster", CTX, "--spec", "{gpu1}"],
