@@ -9,7 +9,64 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["SpecIssue", "format_issue", "issue_json"]
+__all__ = ["DOC", "SECTIONS", "SpecIssue", "doc_ref", "format_issue", "issue_json", "section_for"]
+
+# Hints point at the section of the user-facing format reference that explains the field.
+DOC = "docs/spec-format.md"
+SECTIONS = (
+    "states",
+    "steps",
+    "resources",
+    "tokens",
+    "transitions",
+    "decisions",
+    "loops",
+    "parallel-groups",
+    "artifacts",
+    "runtime-mode",
+    "variables",
+)
+_STATE_KEY_SECTION = {
+    "run": "steps",
+    "toolRef": "steps",
+    "tool_ref": "steps",
+    "resources": "resources",
+    "transitions": "transitions",
+    "writesDecision": "decisions",
+    "writes_decision": "decisions",
+    "loop": "loops",
+    "sequence": "loops",
+    "parallel": "parallel-groups",
+    "parallelCount": "parallel-groups",
+    "parallel_count": "parallel-groups",
+    "maxConcurrency": "parallel-groups",
+    "max_concurrency": "parallel-groups",
+    "inputs": "artifacts",
+    "outputs": "artifacts",
+    "trigger": "runtime-mode",
+    "params": "variables",
+}
+
+
+def doc_ref(section: str) -> str:
+    """``docs/spec-format.md#<section>``: where a hint sends the reader."""
+    return f"{DOC}#{section}"
+
+
+def section_for(path: tuple[str | int, ...]) -> str:
+    """The section of the format reference that documents the node at ``path``."""
+    if not path:
+        return "states"
+    head = path[0]
+    if head == "resources":
+        return "resources"
+    if head in ("config", "run"):
+        return "variables"
+    if head == "metadata":
+        return "runtime-mode" if "executionMode" in path else "states"
+    if head == "states" and len(path) >= 3:
+        return _STATE_KEY_SECTION.get(str(path[2]), "states")
+    return "states"
 
 
 class SpecIssue(NamedTuple):

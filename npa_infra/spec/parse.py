@@ -8,14 +8,15 @@ independent mistake.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from npa_infra.spec import model
-from npa_infra.spec.issues import SpecIssue
+from npa_infra.spec.issues import SpecIssue, doc_ref, section_for
 from npa_infra.spec.source import LoadedDocument, PathKey, SourceMap, json_path
 
-__all__ = ["Collector", "ParseResult", "parse_document", "type_name"]
+__all__ = ["Collector", "ParseResult", "parse_document", "suggest", "type_name"]
 
 STATE_FIELDS = {
     "description": "description",
@@ -81,21 +82,47 @@ class Collector:
         key: bool = False,
         state: str | None = None,
         at: PathKey | None = None,
+        section: str = "",
     ) -> None:
         """Record an issue at ``path``; ``at`` locates it at another node (e.g. the offending key)."""
         if at is not None:
             pos = self.source_map.locate(at, key=True)
         else:
             pos = self.source_map.locate(path, key=key)
-        # dsl.md §4.2: every error carries a one-line hint
-        text = hint or "check this field against the npa.workflow/v0.0.1 format (dsl.md)"
-        self.issues.append(SpecIssue(json_path(path), message, text, pos.line, pos.column, state))
+        issue = SpecIssue(
+            json_path(path), message, _hint(hint, path, section), pos.line, pos.column, state
+        )
+        # one pass, each problem once: a rule reached from two phases reports once
+        if not any(i.path == issue.path and i.message == message for i in self.issues):
+            self.issues.append(issue)
 
     def warn(
-        self, path: PathKey, message: str, hint: str = "", *, state: str | None = None
+        self,
+        path: PathKey,
+        message: str,
+        hint: str = "",
+        *,
+        state: str | None = None,
+        section: str = "",
     ) -> None:
         pos = self.source_map.locate(path, key=True)
-        self.warnings.append(SpecIssue(json_path(path), message, hint, pos.line, pos.column, state))
+        text = _hint(hint, path, section)
+        self.warnings.append(SpecIssue(json_path(path), message, text, pos.line, pos.column, state))
+
+
+def _hint(hint: str, path: PathKey, section: str) -> str:
+    # dsl.md §4.2: every error carries a one-line hint; issue 18: it names the
+    # section of docs/spec-format.md that explains the field
+    text = hint or "check this field against the npa.workflow/v0.0.1 format"
+    return f"{text} (see {doc_ref(section or section_for(path))})"
+
+
+def suggest(name: str, options: Iterable[str]) -> str:
+    """``did you mean 'x'?`` for the closest option, or empty."""
+    import difflib  # lazy: only invalid specs need suggestions
+
+    close = difflib.get_close_matches(name, list(options), n=1)
+    return f"did you mean '{close[0]}'?" if close else ""
 
 
 @dataclass(slots=True)
@@ -133,7 +160,7 @@ def _str_list(c: Collector, value: object, path: PathKey, what: str, state: str)
                 "list state names as strings",
                 state=state,
             )
-            continue
+            item = ""  # a placeholder keeps later entries at their index as written
         out.append(item)
     return tuple(out)
 
@@ -163,11 +190,21 @@ def _artifacts(
                 "write {uri: s3://…, schema: name}",
                 state=state,
             )
+            out.append(model.Artifact(uri=""))  # placeholder: keeps indexes as written
             continue
         uri = item.get("uri")
         if not isinstance(uri, str):
             c.error((*path, i), "artifact needs a string 'uri'", "add uri: s3://…", state=state)
+            out.append(model.Artifact(uri=""))
             continue
+        for key in item:
+            if key not in ("uri", "schema"):
+                c.warn(
+                    (*path, i, str(key)),
+                    f"unknown artifact key '{key}' is ignored",
+                    suggest(str(key), ("uri", "schema")) or "an artifact has uri and schema",
+                    state=state,
+                )
         out.append(model.Artifact(uri=uri, schema=_as_text(item.get("schema"))))
     return tuple(out)
 
@@ -197,7 +234,21 @@ def _parse_run(c: Collector, raw: object, path: PathKey, state: str) -> model.Ru
     shell_raw, argv_raw = raw.get("shell"), raw.get("argv")
     for key in raw:
         if key not in ("shell", "argv"):
-            c.warn((*path, str(key)), f"unknown run key '{key}' is ignored", state=state)
+            c.warn(
+                (*path, str(key)),
+                f"unknown run key '{key}' is ignored",
+                suggest(str(key), ("shell", "argv")) or "run has argv or shell",
+                state=state,
+            )
+    if argv_raw is not None and shell_raw is not None:
+        # issue 18: argv would win and the shell silently dropped
+        c.error(
+            (*path, "shell"),
+            "run.argv and run.shell are mutually exclusive (argv would win and shell be dropped)",
+            "keep one: argv (an exec list) or shell (a bash string)",
+            key=True,
+            state=state,
+        )
     argv: tuple[str, ...] = ()
     if argv_raw is not None:
         if not isinstance(argv_raw, list) or not all(_is_scalar(a) for a in argv_raw):
@@ -311,11 +362,20 @@ def _parse_transitions(
                 "write each transition as {goto: STATE, when: PREDICATE}",
                 state=state,
             )
+            out.append(model.Transition(goto=""))  # placeholder: indexes stay as written
             continue
+        for key in item:
+            if key not in ("goto", "when", "if"):
+                c.warn(
+                    (*ipath, str(key)),
+                    f"unknown transition key '{key}' is ignored",
+                    suggest(str(key), ("goto", "when", "if")) or "a transition has goto, when, if",
+                    state=state,
+                )
         goto = item.get("goto")
         if not isinstance(goto, str) or not goto:
             c.error(ipath, "transition needs goto", "add goto: <state name>", state=state)
-            continue
+            goto = ""
         when, cond = item.get("when"), item.get("if")
         if when is not None and not isinstance(when, str):
             c.error(
@@ -370,7 +430,7 @@ def _parse_state(c: Collector, name: str, raw: dict[str, Any]) -> model.State:
             c.warn(
                 path,
                 f"unknown state key '{key}' is ignored",
-                "remove it or check its spelling",
+                suggest(str(key), STATE_FIELDS) or "remove it or check its spelling",
                 state=name,
             )
             continue
@@ -424,6 +484,16 @@ def _parse_state(c: Collector, name: str, raw: dict[str, Any]) -> model.State:
                 )
                 continue
             kw[attr] = value
+    if "tool_ref" in kw and kw.get("run") is not None:
+        # issue 18: toolRef would win and the run block silently dropped
+        run_key = "run"
+        c.error(
+            (*base, run_key),
+            "toolRef and run are mutually exclusive (toolRef would win and run be dropped)",
+            "keep one: toolRef (a catalog tool) or run (your own command)",
+            key=True,
+            state=name,
+        )
     return model.State(name=name, **{k: v for k, v in kw.items() if v is not None})
 
 

@@ -7,24 +7,17 @@ guard) live in ``npa_infra.workflow.planning.loading``, which needs the planner.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from npa_infra.catalog.model import Catalog
-from npa_infra.spec import numbers, tokens
+from npa_infra.spec import graph, numbers, resources
 from npa_infra.spec.model import API_VERSIONS, PREDICATES, Spec, State
-from npa_infra.spec.parse import Collector
+from npa_infra.spec.parse import Collector, suggest
+from npa_infra.spec.resources import DEPLOY_KEYS, PROFILE_KEYS
 
-__all__ = ["check_spec"]
+__all__ = ["DEPLOY_KEYS", "PROFILE_KEYS", "check_spec"]
 
 ALLOWED_ASSUMPTIONS = ("promote_checkpoint", "promote", "loop_back", "loop_back_to_inner_loop")
-
-
-def _suggest(name: str, options: Iterable[str]) -> str:
-    import difflib  # lazy: only invalid specs need suggestions
-
-    close = difflib.get_close_matches(name, list(options), n=1)
-    return f"did you mean '{close[0]}'?" if close else ""
 
 
 def _is_int_form(value: object) -> bool:
@@ -40,10 +33,10 @@ def check_spec(spec: Spec, catalog: Catalog, c: Collector) -> None:
         _parallel(spec, state, c)
         _trigger_and_work(spec, state, catalog, c)
         _loop_bound(spec, state, c)
-    _profiles(spec, c)
+    resources.check_profiles(spec, c)
     for state in spec.states.values():
         _executable(spec, state, catalog, c)
-    _graph(spec, c)
+    graph.check_graph(spec, c)
     _nesting(spec, c)
 
 
@@ -121,18 +114,18 @@ def _spec_level(spec: Spec, c: Collector) -> None:
         c.error(
             ("initial",),
             f"initial state '{spec.initial}' is not defined",
-            _suggest(spec.initial, spec.states) or "name one of the states",
+            suggest(spec.initial, spec.states) or "name one of the states",
         )
 
 
 def _ref(
     spec: Spec, c: Collector, path: tuple[Any, ...], target: str, what: str, state: str
 ) -> None:
-    if target not in spec.states:
+    if target and target not in spec.states:  # empty: a malformed entry, reported by parse
         c.error(
             path,
             f"{what} unknown state '{target}'",
-            _suggest(target, spec.states) or "name a declared state",
+            suggest(target, spec.states) or "name a declared state",
             state=state,
         )
 
@@ -178,7 +171,7 @@ def _references(spec: Spec, st: State, c: Collector) -> None:
         c.error(
             (*base, "next"),
             f"unknown state '{st.next}'",
-            _suggest(st.next, spec.states) or "name a declared state",
+            suggest(st.next, spec.states) or "name a declared state",
             state=st.name,
         )
 
@@ -222,6 +215,8 @@ def _parallel(spec: Spec, st: State, c: Collector) -> None:
     seen: set[str] = set()
     for i, member in enumerate(st.parallel):
         mpath = (*base, "parallel", i)
+        if not member:
+            continue
         if member in seen:
             c.error(
                 mpath,
@@ -244,7 +239,7 @@ def _parallel(spec: Spec, st: State, c: Collector) -> None:
             c.error(
                 mpath,
                 f"parallel member unknown state '{member}'",
-                _suggest(member, spec.states),
+                suggest(member, spec.states),
                 state=st.name,
             )
             continue
@@ -256,11 +251,15 @@ def _parallel(spec: Spec, st: State, c: Collector) -> None:
                 state=st.name,
             )
         if m.next or m.transitions:
+            # issue 18: at the member's own next:/transitions:, the key a person deletes
+            edge = "next" if m.next else "transitions"
             c.error(
-                mpath,
-                f"parallel member '{member}' must not have next or transitions; the group owns the barrier edge",
+                ("states", member, edge),
+                f"parallel member '{member}' of group '{st.name}' must not have next or transitions; "
+                "the group owns the barrier edge",
                 "move the edge to the group's next:",
-                state=st.name,
+                key=True,
+                state=member,
             )
         if m.terminal:
             c.error(
@@ -329,6 +328,15 @@ def _trigger_and_work(spec: Spec, st: State, catalog: Catalog, c: Collector) -> 
             "give the state work or an edge",
             state=st.name,
         )
+    if st.loop is not None and not (st.has_work or st.sequence or st.parallel):
+        # issue 18: a loop with no body plans empty steps that fail only at submit
+        c.error(
+            (*base, "loop"),
+            "loop has no body: the state has no sequence, run or toolRef",
+            "give the loop a sequence: [states…] to repeat, or run/toolRef to repeat one step",
+            key=True,
+            state=st.name,
+        )
     if st.terminal and not (st.has_work or st.sequence or st.parallel):
         c.error(
             base,
@@ -360,171 +368,6 @@ def _loop_bound(spec: Spec, st: State, c: Collector) -> None:
         )
 
 
-PROFILE_KEYS = frozenset(
-    [
-        "cloud",
-        "accelerators",
-        "cpus",
-        "memory",
-        "disk_size",
-        "use_spot",
-        "region",
-        "image",
-        "num_nodes",
-        "kubernetes",
-        "deployIfAbsent",
-    ]
-)
-DEPLOY_KEYS = frozenset(
-    [
-        "clusterName",
-        "context",
-        "project",
-        "skipS3",
-        "cpuNodes",
-        "cpuPlatform",
-        "cpuPreset",
-        "gpuNodes",
-        "gpuPlatform",
-        "gpuPreset",
-    ]
-)
-
-
-def _profile_shape(c: Collector, path: tuple[Any, ...], profile: dict[str, Any]) -> None:
-    for key in profile:
-        if key not in PROFILE_KEYS:
-            c.warn(
-                (*path, str(key)),
-                f"unknown resource profile key '{key}' is ignored",
-                f"known keys: {', '.join(sorted(PROFILE_KEYS))}",
-            )
-    k8s = profile.get("kubernetes")
-    if isinstance(k8s, dict):
-        for key in k8s:
-            if key not in ("pod_config", "provision_timeout"):
-                c.warn(
-                    (*path, "kubernetes", str(key)),
-                    f"kubernetes.{key} is not rendered",
-                    "only pod_config and provision_timeout reach the SkyPilot task",
-                )
-    deploy = profile.get("deployIfAbsent")
-    if deploy is None or deploy is True:
-        return
-    if not isinstance(deploy, dict):
-        c.error(
-            (*path, "deployIfAbsent"),
-            f"deployIfAbsent must be true or a mapping, got {deploy!r}",
-            "use deployIfAbsent: true, or a mapping such as {clusterName: x, context: y}",
-        )
-        return
-    unknown = [str(k) for k in deploy if k not in DEPLOY_KEYS]
-    if unknown:
-        c.error(
-            (*path, "deployIfAbsent"),
-            "unknown deployIfAbsent field(s): " + ", ".join(f"'{k}'" for k in unknown),
-            f"allowed: {', '.join(sorted(DEPLOY_KEYS))}",
-            at=(*path, "deployIfAbsent", unknown[0]),
-        )
-
-
-def _profiles(spec: Spec, c: Collector) -> None:
-    for name, profile in spec.resources.items():
-        path = ("resources", name)
-        _profile_shape(c, path, profile)
-        acc = profile.get("accelerators")
-        counts: list[tuple[Any, ...]] = []
-        if isinstance(acc, str) and ":" in acc:
-            counts.append(((*path, "accelerators"), acc.rsplit(":", 1)[1]))
-        elif isinstance(acc, dict):
-            counts.extend(((*path, "accelerators", str(k)), v) for k, v in acc.items())
-        for apath, raw in counts:
-            if isinstance(raw, str) and "{{" in raw:
-                continue
-            try:
-                n = int(raw)
-            except (TypeError, ValueError, OverflowError):
-                c.error(
-                    apath,
-                    f"accelerator count must be an integer, got {raw!r}",
-                    "write T:N, e.g. H100:1",
-                )
-                continue
-            if n < 1:
-                c.error(
-                    apath,
-                    f"accelerator count must be >= 1, got {n}",
-                    "request at least one GPU, e.g. H100:1",
-                )
-        if "num_nodes" in profile:
-            nn = profile["num_nodes"]
-            if isinstance(nn, bool):
-                c.error(
-                    (*path, "num_nodes"),
-                    "num_nodes must be an integer, not a bool",
-                    "write num_nodes: 1 (or more, up to 32)",
-                )
-            elif isinstance(nn, str) and "{{" in nn:
-                pass  # resolved per state, with its params (_executable)
-            else:
-                _check_nodes(c, (*path, "num_nodes"), nn, None)
-        k8s = profile.get("kubernetes")
-        if k8s is not None and not isinstance(k8s, dict):
-            c.error(
-                (*path, "kubernetes"),
-                "kubernetes must be a mapping with pod_config / provision_timeout",
-                "use kubernetes: {pod_config: {...}, provision_timeout: 600}",
-            )
-        elif (
-            isinstance(k8s, dict)
-            and "pod_config" in k8s
-            and not isinstance(k8s["pod_config"], dict)
-        ):
-            c.error(
-                (*path, "kubernetes", "pod_config"),
-                "pod_config must be a mapping (a partial Pod manifest)",
-                "write a partial Pod manifest, e.g. {spec: {priorityClassName: x}}",
-            )
-
-
-def _check_nodes(
-    c: Collector, path: tuple[Any, ...], value: object, state: str | None
-) -> int | None:
-    """num_nodes is an integer (or digit string) in 1..32; report and return None otherwise."""
-    try:
-        n = int(str(value).strip()) if not isinstance(value, (bool, float)) else None
-    except ValueError:
-        n = None
-    if n is None:
-        c.error(
-            path,
-            f"num_nodes must be an integer, got {value!r}",
-            "write num_nodes: 1 (or more, up to 32)",
-            state=state,
-        )
-        return None
-    if not 1 <= n <= 32:
-        c.error(path, f"num_nodes must be in 1..32, got {n}", "use 1 to 32 nodes", state=state)
-        return None
-    return n
-
-
-def _num_nodes(spec: Spec, st: State, profile: dict[str, Any], c: Collector) -> int:
-    """The profile's num_nodes for this state: tokens resolve with the state's params (dsl.md §1.4)."""
-    nn = profile.get("num_nodes", 1)
-    if not (isinstance(nn, str) and "{{" in nn):
-        return nn if _is_int_form(nn) and 1 <= nn <= 32 else 1
-    config = {**spec.config, **st.params}
-    try:
-        text = tokens.resolve(
-            nn, tokens.TokenContext(config=config, run={}, allow_state=False, allow_loop=False)
-        )
-    except tokens.TokenError:
-        return 1  # the token phase reports it at its field
-    value = _check_nodes(c, ("resources", st.resources, "num_nodes"), text, st.name)
-    return value or 1
-
-
 def _executable(spec: Spec, st: State, catalog: Catalog, c: Collector) -> None:
     if not st.has_work:
         if st.writes_decision:
@@ -540,7 +383,7 @@ def _executable(spec: Spec, st: State, catalog: Catalog, c: Collector) -> None:
         c.error(
             (*base, "resources"),
             f"unknown resource profile '{st.resources}'",
-            _suggest(st.resources, spec.resources) or "declare it under resources:",
+            suggest(st.resources, spec.resources) or "declare it under resources:",
             state=st.name,
         )
         return
@@ -549,7 +392,7 @@ def _executable(spec: Spec, st: State, catalog: Catalog, c: Collector) -> None:
     sharded = st.multi_node_mode == "sharded" or (
         entry is not None and entry.multi_node_mode == "sharded"
     )
-    nodes = _num_nodes(spec, st, profile, c)
+    nodes = resources.num_nodes(spec, st, profile, c)
     if nodes > 1 and not sharded:
         c.error(
             (*base, "resources"),
@@ -577,107 +420,3 @@ def _executable(spec: Spec, st: State, catalog: Catalog, c: Collector) -> None:
                 "add an output with schema: <name>.decision.v1",
                 state=st.name,
             )
-
-
-def _graph(spec: Spec, c: Collector) -> None:
-    color: dict[str, int] = {}
-    for name in spec.states:
-        if color.get(name) is None:
-            hit = _iterative_cycle(spec, name, color)
-            if hit:
-                c.error(
-                    ("states", hit, "needs"),
-                    f"cycle detected in needs among states (at {hit})",
-                    "needs must form a DAG",
-                    state=hit,
-                )
-                break
-    if not any(s.terminal for s in spec.states.values()):
-        c.error(
-            ("states",),
-            "workflow must declare at least one terminal: true state",
-            "mark the final state terminal: true",
-        )
-    cycle = _control_cycle(spec)
-    if cycle:
-        c.error(
-            ("states", cycle[0]),
-            "unbounded control-flow cycle detected: " + " -> ".join(cycle),
-            "use loop: {max: N} for repetition; next/goto edges must not form a cycle",
-            state=cycle[0],
-        )
-    # reachability (npa-infra is stricter)
-    if spec.initial in spec.states:
-        seen = _reachable(spec)
-        for name in spec.states:
-            if name not in seen:
-                c.error(
-                    ("states", name),
-                    f"unreachable from initial '{spec.initial}'",
-                    "link it with next, sequence, parallel or goto, or delete it",
-                    state=name,
-                )
-
-
-def _iterative_cycle(spec: Spec, start: str, color: dict[str, int]) -> str | None:
-    stack: list[tuple[str, int]] = [(start, 0)]
-    color[start] = 1
-    while stack:
-        name, idx = stack[-1]
-        needs = [n for n in spec.states[name].needs if n in spec.states]
-        if idx < len(needs):
-            stack[-1] = (name, idx + 1)
-            nxt = needs[idx]
-            if color.get(nxt) == 1:
-                return nxt
-            if color.get(nxt) is None:
-                color[nxt] = 1
-                stack.append((nxt, 0))
-        else:
-            color[name] = 2
-            stack.pop()
-    return None
-
-
-def _edges(st: State) -> list[str]:
-    out = [st.next] if st.next else []
-    out.extend(tr.goto for tr in st.transitions)
-    return out
-
-
-def _control_cycle(spec: Spec) -> list[str] | None:
-    color: dict[str, int] = {}
-    for start in spec.states:
-        if color.get(start):
-            continue
-        path: list[str] = [start]
-        iters = [iter(_edges(spec.states[start]))]
-        color[start] = 1
-        while iters:
-            nxt = next(iters[-1], None)
-            if nxt is None:
-                color[path[-1]] = 2
-                path.pop()
-                iters.pop()
-                continue
-            if nxt not in spec.states:
-                continue
-            if color.get(nxt) == 1:
-                return [*path[path.index(nxt) :], nxt]
-            if not color.get(nxt):
-                color[nxt] = 1
-                path.append(nxt)
-                iters.append(iter(_edges(spec.states[nxt])))
-    return None
-
-
-def _reachable(spec: Spec) -> set[str]:
-    seen = {spec.initial}
-    todo = [spec.initial]
-    while todo:
-        st = spec.states[todo.pop()]
-        for nxt in (*_edges(st), *st.sequence, *st.parallel):
-            if nxt in spec.states and nxt not in seen:
-                seen.add(nxt)
-                todo.append(nxt)
-    return seen
