@@ -13,12 +13,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal, NamedTuple
 
+from npa_infra import regularfile
 from npa_infra.catalog.builtin import BUILTIN
 from npa_infra.catalog.model import Catalog, ToolEntry
 from npa_infra.errors import ConfigError
 
 __all__ = ["CatalogOrigin", "catalog_origin", "load_catalog_file", "select_catalog"]
 
+MAX_BYTES = 8 * 1024 * 1024  # the reference tool-catalog.json is about 75 kB
 _REMEDY = "pass a JSON list of tool entries (see tool-catalog.json), or unset NPA_TOOL_CATALOG"
 
 
@@ -61,7 +63,9 @@ def load_catalog_file(path: Path) -> tuple[ToolEntry, ...]:
     """Parse a catalog file; raise ``ConfigError`` with the file and entry on any problem."""
     label = str(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(regularfile.read(path, MAX_BYTES).decode("utf-8"))
+    except regularfile.RefusedFile as exc:
+        raise ConfigError(f"tool catalog {exc.message}", remedy=exc.hint) from None
     except FileNotFoundError:
         raise ConfigError(f"tool catalog not found: {label}", remedy=_REMEDY) from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
