@@ -84,6 +84,7 @@ __all__ = [
     "drain_worlds",
     "drift_observations",
     "gpu_node_lists",
+    "graph_labels",
     "hex_texts",
     "image_id_texts",
     "image_reference_texts",
@@ -1622,3 +1623,10 @@ def run_entries(draw: st.DrawFn) -> list[Any]:
             plan = RunEntry(run_id, None, "wf", "one-shot", "PLANNED", earlier, earlier)
             entries.append(dataclasses.replace(plan, plan_only=True))
     return draw(st.permutations(entries))
+
+
+def graph_labels() -> st.SearchStrategy[str]:
+    """Label text for the plan graph emitters: any characters, syntax of both formats often."""
+    specials = ['"', "#", "&", "<", ">", "|", ";", "%", "`", "\\", "[", "]", "{", "}", "\n", "\t"]
+    syntax = st.sampled_from([*specials, "<br>", "#34;", "&#38;", "\\n", "end"])
+    return st.lists(st.one_of(st.text(max_size=6), syntax), max_size=8).map("".join)

@@ -7,6 +7,7 @@ the command bodies so ``npa --help`` stays fast.
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -111,27 +112,30 @@ def validate_spec(
     output.out(f"states: {', '.join(report.states)}")
 
 
-def _print_plan(report: "PlanReport") -> None:
-    plan = report.plan
-    output.out(f"workflow: {plan.workflow}")
-    if plan.assume_decision:
-        output.out(f"assume_decision: {plan.assume_decision}")
-    if report.waves is not None:
-        output.out(f"waves: {len(report.waves)}")
-        for w in report.waves:
-            names = ", ".join(s.task_name for s in w.steps)
-            extra = (
-                f" maxConcurrency={w.max_concurrency} batches={w.batches}"
-                if w.kind == "parallel"
-                else ""
-            )
-            output.out(f"{w.index:02d}. [{w.kind}] {w.name}: {names}{extra}")
-    else:
-        for i, step in enumerate(plan.steps, start=1):
-            output.out(
-                f"{i:02d}. {step.task_name.replace(f'-{step.iteration}', f'#{step.iteration}') if step.iteration else step.state} {step.summary()}"
-            )
-    output.out(f"fingerprint: {report.fingerprint}")
+class PlanFormat(StrEnum):
+    TEXT = "text"
+    JSON = "json"
+    MERMAID = "mermaid"
+    DOT = "dot"
+
+
+FormatOpt = Annotated[
+    PlanFormat,
+    typer.Option(
+        "--format",
+        help="text | json (= --json) | mermaid | dot: a drawing of the state machine "
+        "(with --json, wrapped as {status, format, graph}).",
+    ),
+]
+
+
+def _print_plan(report: "PlanReport", fmt: PlanFormat, as_json: bool) -> None:
+    drawing = fmt in (PlanFormat.MERMAID, PlanFormat.DOT)
+    if as_json:
+        output.emit_json(report.drawing_json(fmt.value) if drawing else report.to_json())
+        return
+    for line in report.drawing(fmt.value).splitlines() if drawing else report.text_lines():
+        output.out(line)
 
 
 @app.command("plan-spec")
@@ -147,11 +151,13 @@ def plan_spec(
         int, typer.Option("--max-concurrency", min=0, help="Batch cap (0 = none).")
     ] = 0,
     catalog: CatalogOpt = None,
+    fmt: FormatOpt = PlanFormat.TEXT,
     as_json: JsonOpt = False,
 ) -> None:
-    """Plan a spec: the flat steps (or waves) under an assumed decision."""
+    """Plan a spec: the flat steps (or waves) under an assumed decision, or draw it."""
     from npa_infra.workflow.planning import api, options
 
+    as_json = as_json or fmt is PlanFormat.JSON
     with _guard(as_json):
         report = api.plan_spec(
             spec,
@@ -161,12 +167,13 @@ def plan_spec(
             with_waves=waves,
             max_concurrency=max_concurrency,
             catalog_path=catalog,
+            with_graph=fmt in (PlanFormat.MERMAID, PlanFormat.DOT),
         )
-    if as_json:
-        output.emit_json(report.to_json())
-        return
-    output.warn_spec(report.warnings, str(spec), placeholder_bucket=report.bucket_is_placeholder)
-    _print_plan(report)
+    if not as_json:
+        output.warn_spec(
+            report.warnings, str(spec), placeholder_bucket=report.bucket_is_placeholder
+        )
+    _print_plan(report, fmt, as_json)
 
 
 def _print_checks(rows: "list[CheckResult] | tuple[CheckResult, ...]") -> None:

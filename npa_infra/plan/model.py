@@ -50,19 +50,14 @@ class PlanStep(NamedTuple):
     # where its application checkpoints, and the loader it declares to resume from there.
     checkpoint_uri: str = ""
     checkpoint_loader: str = ""
+    # The enclosing sequence loops with their iteration, outermost first (for the text
+    # plan's ``loop rounds#2``); kept out of ``to_json`` so the fingerprint is unchanged.
+    loops: tuple[tuple[str, int], ...] = ()
 
     @property
     def task_name(self) -> str:
         """Unique within a pipeline or JobGroup: ``state`` or ``state-iteration``."""
         return f"{self.state}-{self.iteration}" if self.iteration is not None else self.state
-
-    def summary(self) -> str:
-        if self.tool_ref:
-            return f"toolRef={self.tool_ref}"
-        if self.argv:
-            head = " ".join(self.argv[:4])
-            return f"argv={head}..." if len(self.argv) > 4 else f"argv={head}"
-        return f"shell={len(self.shell)} chars"
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -189,6 +189,7 @@ class Walk:
                 outputs=outputs,
                 trigger_uri=trigger_uri,
                 **_checkpoint(cfg),
+                loops=tuple(self.active_loops),
             )
         )
         if self.known is not None and (state.transitions or state.writes_decision):

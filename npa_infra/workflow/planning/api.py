@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from npa_infra.catalog.loader import select_catalog
 from npa_infra.errors import SpecError
-from npa_infra.plan import context, planner, waves
+from npa_infra.plan import context, graph, graphtext, planner, textplan, waves
 from npa_infra.plan.model import Plan, PlanError, Wave
 from npa_infra.spec.issues import SpecIssue
 from npa_infra.spec.source import json_path
@@ -67,7 +67,27 @@ class PlanReport:
     waves: list[Wave] | None
     bucket_is_placeholder: bool
     warnings: list[SpecIssue]
+    state_graph: graph.Graph | None = None  # the state machine, when a drawing was asked
     exit_code: int = 0
+
+    def text_lines(self) -> list[str]:
+        """The text plan: every step (or wave) with its loop place and command."""
+        return textplan.plan_lines(self.plan, self.waves, self.fingerprint)
+
+    def drawing(self, fmt: str) -> str:
+        """The state machine as Mermaid or DOT text (``plan_spec(with_graph=True)`` built it)."""
+        assert self.state_graph is not None, "plan_spec(with_graph=True) builds the graph"
+        return graphtext.render(self.state_graph, fmt)
+
+    def drawing_json(self, fmt: str) -> dict[str, Any]:
+        """``--json`` with ``--format mermaid|dot``: the drawing wrapped in one object."""
+        return {
+            "status": "planned",
+            "workflow": self.plan.workflow,
+            "format": fmt,
+            "graph": self.drawing(fmt),
+            "fingerprint": self.fingerprint,
+        }
 
     def to_json(self) -> dict[str, Any]:
         if self.waves is not None:
@@ -134,8 +154,13 @@ def plan_spec(
     max_concurrency: int = 0,
     catalog_path: Path | None = None,
     env: Mapping[str, str] | None = None,
+    with_graph: bool = False,
 ) -> PlanReport:
-    """Validate and plan; ``with_waves`` groups the steps into waves."""
+    """Validate and plan; ``with_waves`` groups the steps into waves.
+
+    ``with_graph`` also builds the state machine's graph (with the waves when
+    ``with_waves``) for ``PlanReport.drawing``.
+    """
     environ = os.environ if env is None else env
     catalog = select(catalog_path, environ)
     v = loading.load_validated(spec_path, catalog, variables or {})
@@ -144,12 +169,14 @@ def plan_spec(
         plan = planner.build_plan(v.spec, catalog, run_id=rid, assume_decision=assume_decision)
     except PlanError as err:
         raise plan_error(v, err) from None
+    grouped = waves.compute(plan, max_concurrency_cap=max_concurrency) if with_waves else None
     return PlanReport(
         plan=plan,
         fingerprint=plan_fingerprint(plan),
-        waves=waves.compute(plan, max_concurrency_cap=max_concurrency) if with_waves else None,
+        waves=grouped,
         bucket_is_placeholder=context.bucket_is_placeholder(plan.config),
         warnings=v.warnings,
+        state_graph=graph.build(v.spec, config=plan.config, waves=grouped) if with_graph else None,
     )
 
 

@@ -288,7 +288,7 @@ def test_plan_spec_text_numbered_steps_with_tool_ref(npa: Invoke) -> None:
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
     assert lines[0] == "workflow: minimal"
-    assert "01. report toolRef=workbench.rerun.report" in lines
+    assert lines[1].startswith("01. report  toolRef=workbench.rerun.report argv: python3 -m ")
     assert not any(line.startswith("assume_decision:") for line in lines)
 
 
