@@ -12,26 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from npa_infra.spec import schema
+from npa_infra.spec import issues, schema
 from npa_infra.workflow.planning import api
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "spec-format.md"
 TEXT = DOC.read_text(encoding="utf-8")
-SECTIONS = (
-    "states",
-    "steps",
-    "resources",
-    "tokens",
-    "transitions",
-    "decisions",
-    "loops",
-    "parallel-groups",
-    "artifacts",
-    "runtime-mode",
-    "variables",
-    "examples",
-)
+# the anchors validation hints link to (spec.issues), and the examples
+SECTIONS = (*issues.SECTIONS, "examples")
 _EXAMPLE = re.compile(r"<!-- example: (\S+) -->\n```yaml\n(.*?)```\n", re.S)
 EXAMPLES = {path: block for path, block in _EXAMPLE.findall(TEXT)}
 # (file, assumed decision) -> the planned states, in order
