@@ -287,7 +287,7 @@ def test_cli_cleanup_requires_a_stack(services: Services, env: dict[str, str]) -
         app, ["skypilot", "cleanup-controller", "--yes"], obj=services, env=env
     )
 
-    assert result.exit_code == 2
+    assert result.exit_code == 64  # a usage error: a destructive command has no default stack
     assert "--stack" in result.output
 
 

@@ -58,8 +58,9 @@ def test_signal_stops_npa_with_a_durable_record_and_its_exit_code(
 ) -> None:
     proc = _started(SCRIPT)
     proc.send_signal(how)
-    out, _ = proc.communicate(timeout=60)
-    assert proc.returncode == code
+    # stdin stays open until the child has exited: an EOF must not race the signal
+    assert proc.wait(timeout=60) == code
+    out, _ = proc.communicate()
     assert "interrupted record written" in out
 
 
@@ -71,6 +72,6 @@ def test_a_second_termination_signal_does_not_cut_the_cleanup_short() -> None:
     )
     proc = _started(script)
     proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=60)
-    assert proc.returncode == 143
+    assert proc.wait(timeout=60) == 143  # stdin open until then: no EOF races the signal
+    out, _ = proc.communicate()
     assert "interrupted record written" in out

@@ -41,7 +41,9 @@ def test_check_images_each_target_once_rows_in_order_json_shape() -> None:
 
     assert sorted(fake.calls) == [f"{REG}/a:1", f"{REG}/b:1", f"{REG}/c:1"]
     assert [r.image for r in report.rows] == [f"{REG}/a:1", f"{REG}/b:1", f"{REG}/c:1"]
-    rows = report.to_json()
+    payload = report.to_json()
+    assert (payload["status"], payload["platform"]) == ("passed", "linux/amd64")
+    rows = payload["rows"]
     assert [list(r) for r in rows] == [ROW_KEYS] * 3
     assert rows[0]["status"] == "ok"
     assert rows[0]["steps"] == ["s-a"]
@@ -186,7 +188,7 @@ def test_summary_json_for_submit() -> None:
 
     assert summary["decision"] == "passed"
     assert summary["platform"] == "linux/amd64"
-    assert summary["checks"] == report.to_json()
+    assert summary["checks"] == report.to_json()["rows"]
 
 
 # -- the bootstrap-contract label rule (runtime-reference.md §8) ---------------------------------
