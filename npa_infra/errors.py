@@ -129,7 +129,13 @@ class SpecError(NpaError):
 
     category = "spec"
 
-    def __init__(self, issues: list[SpecIssue], *, source: str = "") -> None:
+    def __init__(
+        self,
+        issues: list[SpecIssue],
+        *,
+        source: str = "",
+        warnings: list[SpecIssue] | None = None,
+    ) -> None:
         first = issues[0].message if issues else "invalid spec"
         super().__init__(
             f"{len(issues)} problem(s) in {source or 'spec'}: {first}",
@@ -137,6 +143,8 @@ class SpecError(NpaError):
         )
         self.issues = issues
         self.source = source
+        # issue 18: warnings are always shown, after the errors, and in --json
+        self.warnings = list(warnings or [])
 
 
 class RenderError(NpaError):

@@ -89,11 +89,20 @@ def fail(exc: NpaError, *, as_json: bool, extra: dict[str, Any] | None = None) -
     """
     if isinstance(exc, SpecError):
         if as_json:
-            emit_json({"status": "invalid", "errors": [issue_json(i) for i in exc.issues]})
+            emit_json(
+                {
+                    "status": "invalid",
+                    "errors": [issue_json(i) for i in exc.issues],
+                    "warnings": [issue_json(i) for i in exc.warnings],
+                }
+            )
         else:
             lines = _lines(exc.source)
             for issue in exc.issues:
                 warn(format_issue(issue, exc.source or "spec", lines))
+                warn("")
+            for issue in exc.warnings:  # issue 18: always shown, after the errors
+                warn("warning: " + format_issue(issue, exc.source or "spec", lines))
                 warn("")
             warn(f"Error: {len(exc.issues)} problem(s) found in {exc.source}")
             warn(f"Hint: {exc.remedy}")

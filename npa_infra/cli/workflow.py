@@ -42,6 +42,9 @@ VarOpt = Annotated[
     list[str] | None, typer.Option("--var", help="Config override KEY=VALUE (repeatable).")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+StrictOpt = Annotated[
+    bool, typer.Option("--strict", help="A --var the spec never reads is an error.")
+]
 CatalogOpt = Annotated[
     Path | None, typer.Option("--catalog", help="Tool catalog JSON (else NPA_TOOL_CATALOG).")
 ]
@@ -95,14 +98,18 @@ def _guard(as_json: bool, extra: dict[str, Any] | None = None) -> Iterator[None]
 
 @app.command("validate-spec")
 def validate_spec(
-    spec: SpecArg, var: VarOpt = None, catalog: CatalogOpt = None, as_json: JsonOpt = False
+    spec: SpecArg,
+    var: VarOpt = None,
+    catalog: CatalogOpt = None,
+    strict: StrictOpt = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Validate a spec; report every problem with file:line:col and a hint."""
     from npa_infra.workflow.planning import api, options
 
     with _guard(as_json):
         report = api.validate_spec(
-            spec, variables=options.parse_vars(var or []), catalog_path=catalog
+            spec, variables=options.parse_vars(var or []), catalog_path=catalog, strict=strict
         )
     if as_json:
         output.emit_json(report.to_json())
@@ -152,6 +159,7 @@ def plan_spec(
     ] = 0,
     catalog: CatalogOpt = None,
     fmt: FormatOpt = PlanFormat.TEXT,
+    strict: StrictOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Plan a spec: the flat steps (or waves) under an assumed decision, or draw it."""
@@ -168,6 +176,7 @@ def plan_spec(
             max_concurrency=max_concurrency,
             catalog_path=catalog,
             with_graph=fmt in (PlanFormat.MERMAID, PlanFormat.DOT),
+            strict=strict,
         )
     if not as_json:
         output.warn_spec(

@@ -13,11 +13,25 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["TOKEN_RE", "TokenContext", "TokenError", "find_tokens", "resolve", "stringify"]
+__all__ = [
+    "TOKEN_RE",
+    "TokenContext",
+    "TokenError",
+    "find_tokens",
+    "malformed",
+    "problems",
+    "resolve",
+    "stringify",
+]
 
 TOKEN_RE = re.compile(r"\{\{\s*([A-Za-z0-9_.-]+)\s*(?:\|\s*([^{}\s]*)\s*)?\}\}")
 SCOPES = frozenset({"config", "run", "state", "loop"})
 _OUTPUT_FIELD = re.compile(r"^(uri|output_[1-9][0-9]*)$")
+_BRACES = re.compile(r"\{\{|\}\}")
+# what a person meant as a token: a substituted scope right after '{{' ...
+_TOKEN_START = re.compile(r"\{\{\s*(?:config|run|state|loop)\.")
+# ... or right before '}}' without its '{{' (``{config.x}}``, ``config.x}}``)
+_TOKEN_END = re.compile(r"(?<!\{)\{?\s*\b(?:config|run|state|loop)\.[A-Za-z0-9_.-]*\s*\}\}")
 
 
 class TokenError(Exception):
@@ -116,35 +130,83 @@ def _value(scope: str, key: str, whole: str, ctx: TokenContext) -> object:
     return outputs[fld]
 
 
+def malformed(text: str) -> list[tuple[int, str]]:
+    """(offset, message) of every ``{{ }}`` a person meant as a token that is not one.
+
+    Double braces are otherwise literal text (a Python ``{{"k": v}}``, code
+    ending in ``}}``), so only three shapes are errors: a ``{{`` that is never
+    closed, a ``{{scope.`` that is not a well-formed token, and a ``}}`` that ends
+    a scope reference whose ``{{`` is missing.
+    """
+    if "{{" not in text and "}}" not in text:
+        return []
+    found: list[tuple[int, str]] = []
+    opens: list[int] = []
+    for match in _BRACES.finditer(text):
+        if match.group(0) == "{{":
+            opens.append(match.start())
+        elif opens:
+            opens.pop()
+    found.extend((at, f"unclosed '{{{{' at offset {at}: {_excerpt(text, at)}") for at in opens)
+    tokens_at = {m.start(): m.end() for m in TOKEN_RE.finditer(text)}
+    ends = set(tokens_at.values())
+    for match in _TOKEN_START.finditer(text):
+        if match.start() not in tokens_at and match.start() not in opens:
+            at = match.start()
+            found.append((at, f"malformed token at offset {at}: {_excerpt(text, at)}"))
+    for match in _TOKEN_END.finditer(text):
+        if match.end() not in ends:
+            at = match.start()
+            found.append((at, f"stray '}}}}' at offset {match.end() - 2}: {_excerpt(text, at)}"))
+    return sorted(found)
+
+
+def _excerpt(text: str, at: int) -> str:
+    piece = text[at : at + 40].splitlines()[0] if text[at:] else ""
+    return repr(piece + ("…" if len(text) > at + 40 else ""))
+
+
+def problems(text: str, ctx: TokenContext) -> list[TokenError]:
+    """Every token of ``text`` that cannot be resolved, in order (``resolve`` stops at the first)."""
+    out: list[TokenError] = []
+    for match in TOKEN_RE.finditer(text):
+        try:
+            _substitute(match, ctx)
+        except TokenError as exc:
+            out.append(exc)
+    return out
+
+
 def resolve(text: str, ctx: TokenContext) -> str:
     """Substitute every token of a substituted scope; raise ``TokenError`` on the first bad one."""
     if "{{" not in text:
         return text
+    return TOKEN_RE.sub(lambda match: _substitute(match, ctx), text)
 
-    def replace(match: re.Match[str]) -> str:
-        name, transform = match.group(1), match.group(2)
-        scope, _, key = name.partition(".")
-        if scope not in SCOPES:
-            return match.group(0)
-        whole = match.group(0)
-        if transform is not None and transform != "base64":
+
+def _substitute(match: re.Match[str], ctx: TokenContext) -> str:
+    """The text one token match becomes; raise ``TokenError`` when it cannot resolve."""
+    name, transform = match.group(1), match.group(2)
+    scope, _, key = name.partition(".")
+    if scope not in SCOPES:
+        return match.group(0)
+    whole = match.group(0)
+    if transform is not None and transform != "base64":
+        raise TokenError(
+            f"token {whole}: unknown transform '{transform}' (only 'base64' is supported)",
+            token=whole,
+            scope=scope,
+        )
+    value = stringify(_value(scope, key, whole, ctx))
+    if transform == "base64":
+        try:
+            # surrogateescape keeps bytes that came in through argv
+            raw = value.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
             raise TokenError(
-                f"token {whole}: unknown transform '{transform}' (only 'base64' is supported)",
+                f"token {whole}: the value is not valid text and cannot be base64-encoded",
                 token=whole,
                 scope=scope,
-            )
-        value = stringify(_value(scope, key, whole, ctx))
-        if transform == "base64":
-            try:
-                # surrogateescape keeps bytes that came in through argv
-                raw = value.encode("utf-8", "surrogateescape")
-            except UnicodeEncodeError:
-                raise TokenError(
-                    f"token {whole}: the value is not valid text and cannot be base64-encoded",
-                    token=whole,
-                    scope=scope,
-                ) from None
-            return base64.b64encode(raw).decode("ascii")
-        return value
-
-    return TOKEN_RE.sub(replace, text)
+            ) from None
+        return base64.b64encode(raw).decode("ascii")
+    return value

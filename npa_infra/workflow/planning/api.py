@@ -17,7 +17,7 @@ from npa_infra.catalog.loader import select_catalog
 from npa_infra.errors import SpecError
 from npa_infra.plan import context, graph, graphtext, planner, textplan, waves
 from npa_infra.plan.model import Plan, PlanError, Wave
-from npa_infra.spec.issues import SpecIssue
+from npa_infra.spec.issues import SpecIssue, issue_json
 from npa_infra.spec.source import json_path
 from npa_infra.workflow.planning import identity, loading
 from npa_infra.workflow.planning.fingerprint import plan_fingerprint
@@ -54,6 +54,7 @@ class ValidationReport:
             "name": self.name,
             "states": self.states,
             "status": "valid",
+            "warnings": [issue_json(w) for w in self.warnings],  # issue 18: also when valid
         }
         if self.bucket_is_placeholder:
             out["bucket_is_placeholder"] = True
@@ -130,10 +131,16 @@ def validate_spec(
     variables: Mapping[str, str] | None = None,
     catalog_path: Path | None = None,
     env: Mapping[str, str] | None = None,
+    strict: bool = False,
 ) -> ValidationReport:
-    """Validate a spec completely; raise ``SpecError`` listing every located issue."""
+    """Validate a spec completely; raise ``SpecError`` listing every located issue.
+
+    ``strict`` makes a ``--var`` key the spec never reads an error, not a warning.
+    """
     environ = os.environ if env is None else env
-    v = loading.load_validated(spec_path, select(catalog_path, environ), variables or {})
+    v = loading.load_validated(
+        spec_path, select(catalog_path, environ), variables or {}, strict=strict
+    )
     return ValidationReport(
         name=v.spec.name,
         api_version=v.spec.api_version,
@@ -155,15 +162,17 @@ def plan_spec(
     catalog_path: Path | None = None,
     env: Mapping[str, str] | None = None,
     with_graph: bool = False,
+    strict: bool = False,
 ) -> PlanReport:
     """Validate and plan; ``with_waves`` groups the steps into waves.
 
     ``with_graph`` also builds the state machine's graph (with the waves when
-    ``with_waves``) for ``PlanReport.drawing``.
+    ``with_waves``) for ``PlanReport.drawing``. ``strict`` makes a ``--var`` key
+    the spec never reads an error.
     """
     environ = os.environ if env is None else env
     catalog = select(catalog_path, environ)
-    v = loading.load_validated(spec_path, catalog, variables or {})
+    v = loading.load_validated(spec_path, catalog, variables or {}, strict=strict)
     rid = identity.check_run_id(run_id) if run_id else f"{v.spec.name}-plan"
     try:
         plan = planner.build_plan(v.spec, catalog, run_id=rid, assume_decision=assume_decision)

@@ -182,7 +182,7 @@ def submit(
     if text is not None and not raw.is_workflow_spec(text):
         return _submit_raw(spec_path, text, options, environ, services)
     catalog = api.select(options.catalog_path, environ)
-    v = loading.load_validated(spec_path, catalog, options.variables)
+    v = loading.load_validated(spec_path, catalog, options.variables, strict=options.strict)
     spec = v.spec
     runtime = options.runtime or spec.metadata.execution_mode is ExecutionMode.RUNTIME
     if (

@@ -69,6 +69,7 @@ class SubmitOptions:
     plan_only: bool = False
     runtime: bool = False
     variables: Mapping[str, str] = field(default_factory=dict)
+    strict: bool = False  # --strict: a --var the spec never reads is an error (issue 18)
     assume_decision: str = ""
     image: str | None = None
     image_overrides: Sequence[tuple[str, str]] = ()
@@ -154,6 +155,7 @@ OPTIONS: tuple[Flag, ...] = (
     Flag("plan_only", ("--plan-only",), Kind.SWITCH, False, "Plan and render; launch nothing."),
     Flag("runtime", ("--runtime",), Kind.SWITCH, False, "One managed job per wave."),
     Flag("variables", ("--var",), Kind.MAPPING, {}, "Config override KEY=VALUE (repeatable)."),
+    Flag("strict", ("--strict",), Kind.SWITCH, False, "A --var the spec never reads is an error."),
     Flag(
         "assume_decision",
         ("--assume-decision",),

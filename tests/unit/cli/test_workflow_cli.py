@@ -148,6 +148,7 @@ def test_validate_spec_valid_spec_json_shape_exit_0(npa: Invoke) -> None:
     assert result.exit_code == 0, result.stderr
     payload = stdout_json(result)
     assert set(payload) - {"bucket_is_placeholder"} == {
+        "warnings",
         "apiVersion",
         "initial",
         "name",
@@ -202,7 +203,7 @@ def test_validate_spec_invalid_spec_json_every_error_located_exit_1(
 
     assert result.exit_code == 1
     payload = stdout_json(result)
-    assert set(payload) == {"status", "errors"}
+    assert set(payload) == {"status", "errors", "warnings"}
     assert payload["status"] == "invalid"
     assert all(set(e) == ISSUE_KEYS for e in payload["errors"])
     first = payload["errors"][0]

@@ -109,7 +109,8 @@ def test_build_plan_state_uri_token_reads_earlier_output() -> None:
 
 
 def test_build_plan_run_argv_wins_over_shell() -> None:
-    spec = spec_of(
+    # validation rejects both at once (issue 18); the planner's precedence still holds
+    spec = parsed_of(
         """
         a:
           run: {argv: [echo, "{{config.root_uri}}"], shell: echo ignored}
@@ -122,7 +123,8 @@ def test_build_plan_run_argv_wins_over_shell() -> None:
 
 
 def test_build_plan_tool_ref_wins_over_run() -> None:
-    spec = spec_of(
+    # validation rejects both at once (issue 18); the planner's precedence still holds
+    spec = parsed_of(
         """
         a:
           toolRef: workbench.rerun.report
