@@ -1630,3 +1630,15 @@ def graph_labels() -> st.SearchStrategy[str]:
     specials = ['"', "#", "&", "<", ">", "|", ";", "%", "`", "\\", "[", "]", "{", "}", "\n", "\t"]
     syntax = st.sampled_from([*specials, "<br>", "#34;", "&#38;", "\\n", "end"])
     return st.lists(st.one_of(st.text(max_size=6), syntax), max_size=8).map("".join)
+
+
+# -- runtime decision sets (issue 19: a run's routing memo) --------------------------------
+
+DECISION_VALUES = ("promote", "promote_checkpoint", "loop_back", "loop_back_to_inner_loop")
+
+
+def decision_sets(keys: list[str]) -> st.SearchStrategy[dict[str, str]]:
+    """Decisions read so far: any subset of ``keys``, each with any (alias of a) decision."""
+    return st.dictionaries(
+        st.sampled_from(keys), st.sampled_from(DECISION_VALUES), max_size=len(keys)
+    )

@@ -30,6 +30,7 @@ from npa_infra.workflow.target.services import Services
 
 __all__ = [
     "AcceleratorOutcome",
+    "Catalogs",
     "GpusReport",
     "context_of",
     "gpus",
@@ -53,6 +54,37 @@ def read_catalog(cluster: KubeCluster) -> catalog.GpuCatalog:
         KubeError: the node listing failed.
     """
     return catalog.build(cluster.context, cluster.nodes())
+
+
+@dataclass(slots=True)
+class Catalogs:
+    """The GPU catalog of each context, listed once for a run and then reused.
+
+    A run's ``--infra k8s/<ctx>`` catalog is fixed at submit (issue 19): the
+    submit's remap and every re-render of the route (``reidentification.Router``)
+    share one node listing; a resume is a new run of ``submit`` and lists once again.
+    """
+
+    env: Mapping[str, str]
+    services: Services | None = None
+    _read: dict[str, catalog.GpuCatalog] = field(default_factory=dict)
+
+    def __call__(self, context: str) -> catalog.GpuCatalog:
+        """The catalog of ``context``, listed on the first call.
+
+        Raises:
+            KubeError: the kubeconfig, the context or the node listing failed
+                (nothing is kept, so the next call lists again).
+        """
+        found = self._read.get(context)
+        if found is None:
+            cluster = (self.services or Services()).gpu_cluster(context, self.env)
+            try:
+                found = read_catalog(cluster)
+            finally:
+                _close(cluster)
+            self._read[context] = found
+        return found
 
 
 def context_of(infra: str | None) -> str | None:
@@ -164,8 +196,11 @@ def resolve_for_plan(
     enabled: bool,
     env: Mapping[str, str],
     services: Services | None = None,
+    catalogs: Catalogs | None = None,
 ) -> AcceleratorOutcome:
     """Remap the plan's Kubernetes GPU requests to what ``--infra k8s/<ctx>`` advertises.
+
+    ``catalogs``: the run's catalog reader (listed once per run); None lists the nodes now.
 
     Raises:
         PreflightError: a request is unsatisfiable, ambiguous, or exceeds the per-node quantity.
@@ -182,11 +217,7 @@ def resolve_for_plan(
         return _skip(plan, "no --infra k8s/<context>: no cluster was contacted", None)
     if not resolve.gpu_requests(plan.steps):
         return _skip(plan, "no Kubernetes GPU step", context)
-    cluster = (services or Services()).gpu_cluster(context, env)
-    try:
-        cat = read_catalog(cluster)
-    finally:
-        _close(cluster)
+    cat = (catalogs or Catalogs(env, services))(context)
     steps = resolve.resolve_steps(plan.steps, cat)
     failed = [s for s in steps if not s.resolution.verdict.ok]
     if failed:

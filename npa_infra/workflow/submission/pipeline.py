@@ -38,7 +38,7 @@ from typing import Any
 
 from npa_infra import config as npa_config
 from npa_infra.errors import SpecError, UsageError
-from npa_infra.plan import context, planner, waves
+from npa_infra.plan import context, waves
 from npa_infra.plan.model import Plan, PlanError
 from npa_infra.render import documents, images, raw
 from npa_infra.render.tasks import RenderSettings, secret_names_for_image
@@ -49,6 +49,7 @@ from npa_infra.workflow.planning import accelerators, api, identity, imagecheck,
 from npa_infra.workflow.planning.fingerprint import plan_fingerprint, run_fingerprint
 from npa_infra.workflow.submission import (
     imagegate,
+    planners,
     planrecord,
     reidentification,
     sourcing,
@@ -153,13 +154,16 @@ def submit(
     *,
     env: Mapping[str, str] | None = None,
     services: Services | None = None,
+    planning: planners.Planning | None = None,
 ) -> SubmitReport | liverun.LiveResult:
     """Plan and render a spec (or raw SkyPilot YAML); launch it unless ``plan_only``.
 
     ``services`` are the adapters (``workflow.target.services``): ``gpu_cluster`` for
     accelerator resolution, ``registry`` and ``prober`` for image preflight,
     ``stack_engine`` for the stack's outputs, ``store`` for the staged source, the
-    rest for the live run.
+    rest for the live run. ``planning``: the planner and renderer (the real ones by
+    default); a runtime run plans and renders its route once per decision set
+    (``reidentification.Routes``) and lists the ``--infra`` GPU catalog once.
 
     Raises:
         SpecError, UsageError, RenderError: the spec, the options or the rendering.
@@ -216,10 +220,9 @@ def submit(
     )
     if not options.plan_only:
         credentials.require(sources, npa_home=home, stack=options.stack, project=project)
+    planning = planning or planners.Planning()
     try:
-        plan = planner.build_plan(
-            spec, catalog, run_id=run_id, assume_decision=options.assume_decision
-        )
+        plan = planning.build(spec, catalog, run_id=run_id, assume_decision=options.assume_decision)
     except PlanError as err:
         raise api.plan_error(v, err) from None
     given = services or Services()
@@ -228,12 +231,14 @@ def submit(
     registry = imagecheck.catalog_registry(
         options.registry, stack, environ, project.release_namespace if project else None
     )
+    catalogs = accelerators.Catalogs(environ, given)  # one node listing for the run
     gpu = accelerators.resolve_for_plan(
         plan,
         infra=options.infra,
         enabled=options.resolve_accelerators,
         env=environ,
         services=given,
+        catalogs=catalogs,
     )
     selection = images.ImageSelection(tuple(options.image_overrides), options.image, registry)
     checked, image_pins = imagegate.check(
@@ -267,7 +272,7 @@ def submit(
         gpu_accelerator=environ.get("NPA_WORKFLOW_GPU_ACCELERATOR", ""),
         gpu_memory=environ.get("NPA_WORKFLOW_GPU_MEMORY", ""),
     )
-    jobs = documents.render_plan(
+    jobs = planning.render(
         gpu.plan, settings, runtime=runtime, max_concurrency_cap=options.max_concurrency
     )
     if not options.plan_only:
@@ -292,23 +297,24 @@ def submit(
             stage_source=lambda: sourcing.apply(source, env=environ, services=given),
         )
         if runtime:
-            router = reidentification.Router(catalog, run_id, options, settings, environ, given)
+            router = reidentification.Router(
+                catalog, run_id, options, settings, environ, given, planning, catalogs
+            )
+            routes = reidentification.Routes(router, spec)
 
             def replan(decided: Mapping[str, str]) -> liverun.RoutedPlan:
                 # dsl.md §5.4: real decisions route the run; the plan stops at the
-                # first decision not read yet.
-                fresh = router.render(spec, decided)
+                # first decision not read yet. Planned and rendered once per decision
+                # set that changes the route (issue 19); the wave loop calls this once
+                # per round and takes each wave's outputs and schemas from its answer.
+                fresh = routes(decided)
                 stackbinding.require_pull_secrets(fresh.jobs, stack)
-                # per job of the route (each batch of a group its own), by position
-                outputs = {index: job.outputs for index, job in enumerate(fresh.jobs)}
-                schemas = {  # declared output URI -> its schema label, recorded with each probe
-                    str(out["uri"]): str(out["schema"])
-                    for step in fresh.remapped.steps
-                    for out in step.outputs
-                    if out.get("uri") and out.get("schema")
-                }
                 return liverun.RoutedPlan(
-                    fresh.jobs, fresh.routed.pending, fresh.routed.decisions_used, outputs, schemas
+                    fresh.jobs,
+                    fresh.routed.pending,
+                    fresh.routed.decisions_used,
+                    fresh.outputs(),
+                    fresh.schemas(),
                 )
 
             # a relaunch re-identifies the wave from the spec file as it is then (issue 9)

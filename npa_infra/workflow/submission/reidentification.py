@@ -6,6 +6,12 @@ with the render settings fixed at submit. ``submit``'s ``replan`` routes the run
 with it, so every attempt's task YAML (and its recorded ``yaml_sha256``) comes
 from it.
 
+``Routes`` is the run's memo of ``Router.render`` over its submitted spec (issue
+19): a routing is a value of the decisions it consulted, so the supervision of
+every wave, its outputs and its schemas reuse it, and only a decision that
+changes the route plans and renders again, once. The GPU catalog is read once
+per run (``accelerators.Catalogs``, shared with the submit's own remap).
+
 ``Router.identify`` is what a verified relaunch checks (issue 9,
 runtime-reference.md §3): the wave's identity recomputed independently from
 the current inputs, never copied from the attempt being replaced. It re-reads
@@ -22,17 +28,18 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from npa_infra.errors import NpaError, SpecError
-from npa_infra.plan import planner
+from npa_infra.plan import decisions
 from npa_infra.plan.model import Plan, PlanError
 from npa_infra.render import documents
 from npa_infra.render.tasks import RenderSettings
 from npa_infra.workflow.execution import recovery
 from npa_infra.workflow.planning import accelerators, loading
+from npa_infra.workflow.submission.planners import Planning
 from npa_infra.workflow.target.services import Services
 
 if TYPE_CHECKING:
@@ -40,7 +47,7 @@ if TYPE_CHECKING:
     from npa_infra.spec.model import Spec
     from npa_infra.workflow.submission.submitflags import SubmitOptions
 
-__all__ = ["Reidentify", "Rendered", "Router"]
+__all__ = ["Reidentify", "Rendered", "Router", "Routes"]
 
 Reidentify = Callable[[Mapping[str, str], int], recovery.Recomputed]
 
@@ -53,6 +60,35 @@ class Rendered:
     remapped: Plan
     jobs: list[documents.RenderedJob]
 
+    def outputs(self) -> dict[int, tuple[str, ...]]:
+        """The declared outputs per job of the route, by position (the journal's wave index)."""
+        return {index: job.outputs for index, job in enumerate(self.jobs)}
+
+    def schemas(self) -> dict[str, str]:
+        """Declared output URI -> its schema label, recorded with each probe."""
+        return {
+            str(out["uri"]): str(out["schema"])
+            for step in self.remapped.steps
+            for out in step.outputs
+            if out.get("uri") and out.get("schema")
+        }
+
+    def fits(self, decided: Mapping[str, str]) -> bool:
+        """Whether ``decided`` routes the spec exactly as this routing (pure).
+
+        The walk is deterministic and consults only the decisions it used and the
+        one it stopped at (dsl.md §5.4), so the route is the same exactly when
+        ``decided`` gives each used decision the same value and still lacks the
+        pending one.
+        """
+        plan = self.routed
+        if plan.pending is not None and plan.pending.key in decided:
+            return False
+        return all(
+            key in decided and decisions.normalize(decided[key]) == value
+            for key, value in plan.decisions_used
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Router:
@@ -64,6 +100,9 @@ class Router:
     settings: RenderSettings
     env: Mapping[str, str]
     services: Services | None = None
+    planning: Planning = field(default_factory=Planning)
+    # the node listing of ``--infra k8s/<ctx>``, read once for the run (issue 19)
+    catalogs: accelerators.Catalogs | None = None
 
     def render(self, spec: Spec, decided: Mapping[str, str]) -> Rendered:
         """Plan ``spec`` with the decisions read so far (dsl.md §5.4) and render its waves.
@@ -78,7 +117,7 @@ class Router:
             RenderError: the plan does not render.
         """
         options = self.options
-        routed = planner.build_plan(
+        routed = self.planning.build(
             spec,
             self.catalog,
             run_id=self.run_id,
@@ -91,9 +130,10 @@ class Router:
             enabled=options.resolve_accelerators,
             env=self.env,
             services=self.services,
+            catalogs=self.catalogs,
         ).plan
         settings = dataclasses.replace(self.settings, workflow=spec.name, config=routed.config)
-        jobs = documents.render_plan(
+        jobs = self.planning.render(
             remapped, settings, runtime=True, max_concurrency_cap=options.max_concurrency
         )
         return Rendered(routed, remapped, jobs)
@@ -104,7 +144,9 @@ class Router:
         """Job ``index``'s task-YAML sha256, recomputed from the spec file as it is now.
 
         ``index`` is the job's position in the route (the journal's wave index: each
-        batch of a wide parallel group is a job of its own).
+        batch of a wide parallel group is a job of its own). It always plans and
+        renders afresh (never ``Routes``' memo of the spec in memory); only the GPU
+        catalog is the run's.
         """
         try:
             spec = loading.load_validated(spec_path, self.catalog, self.options.variables).spec
@@ -128,3 +170,32 @@ class Router:
     def reidentifier(self, spec_path: Path) -> Reidentify:
         """``LiveRequest.reidentify``: ``identify`` bound to the submitted spec's path."""
         return lambda decided, index: self.identify(spec_path, decided, index)
+
+
+@dataclass(slots=True)
+class Routes:
+    """The routings of a run's submitted spec, each planned and rendered once.
+
+    ``routes(decided)`` is ``router.render(spec, decided)``, memoised: a routing is
+    reused for every decision set it ``fits`` (the same consulted decisions), so
+    an unchanged decision set returns the same ``Rendered`` and a decision that
+    changes the route plans and renders exactly once.
+    """
+
+    router: Router
+    spec: Spec
+    _seen: list[Rendered] = field(default_factory=list)
+
+    def __call__(self, decided: Mapping[str, str]) -> Rendered:
+        """The routing of ``decided``.
+
+        Raises:
+            PlanError, PreflightError, KubeError, RenderError: as ``Router.render``
+                (nothing is kept, so the next call tries again).
+        """
+        for seen in self._seen:
+            if seen.fits(decided):
+                return seen
+        fresh = self.router.render(self.spec, decided)
+        self._seen.append(fresh)
+        return fresh

@@ -209,14 +209,15 @@ def _run_routed(
         interval=float(poll.get("interval", 30.0)),
         store=store,
         recompute_digest=recompute_digest,
-        outputs=lambda index: tuple(replan(decided).outputs.get(index, ())),
-        schemas=lambda index: replan(decided).schemas,
+        # the route of this round (``routed`` below), never a re-plan per wave (issue 19)
+        outputs=lambda index: tuple(routed.outputs.get(index, ())),
+        schemas=lambda index: routed.schemas,
         progress=progress,
         shared_queue=shared_queue,
         shared_pods=shared_pods,
     )
     while True:
-        routed = request.replan(decided)
+        routed = replan(decided)  # once per round: planned once per decision set
         ledger.plan(routed.jobs)
         moved = accounting.prefix_moved(done, routed.jobs, command)
         if moved is not None:

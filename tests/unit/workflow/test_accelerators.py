@@ -231,3 +231,34 @@ def test_open_gpu_cluster_unknown_context_lists_existing(tmp_path: Path) -> None
 
     assert caught.value.exit_code == 1
     assert "alpha, beta" in caught.value.message
+
+
+def test_catalogs_list_each_context_once_for_a_run() -> None:
+    cluster = _race_cluster()
+    factory = Factory(cluster)
+    catalogs = accelerators.Catalogs({}, Services(gpu_cluster=factory))
+    plan = _plan(_step("train", "RTXPRO6000:1"))
+
+    first = accelerators.resolve_for_plan(
+        plan, infra="k8s/nebius-prod", enabled=True, env={}, catalogs=catalogs
+    )
+    again = accelerators.resolve_for_plan(
+        plan, infra="k8s/nebius-prod", enabled=True, env={}, catalogs=catalogs
+    )
+
+    assert cluster.calls.count("nodes") == 1
+    assert factory.asked == ["nebius-prod"]
+    assert first.mapping == again.mapping and first.status == "resolved"
+
+
+def test_catalogs_failed_listing_is_not_kept() -> None:
+    cluster = _race_cluster()
+    cluster.fail_on["nodes"] = kube_error(KubeErrorKind.TRANSPORT, "connection refused")
+    catalogs = accelerators.Catalogs({}, Services(gpu_cluster=Factory(cluster)))
+
+    with pytest.raises(KubeError):
+        catalogs("nebius-prod")
+    del cluster.fail_on["nodes"]
+    found = catalogs("nebius-prod")
+
+    assert cluster.calls.count("nodes") == 2 and found.context == "nebius-prod"
