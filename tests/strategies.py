@@ -83,6 +83,7 @@ __all__ = [
     "controller_gate_inputs",
     "drain_worlds",
     "drift_observations",
+    "duplicate_key_documents",
     "gpu_node_lists",
     "graph_labels",
     "hex_texts",
@@ -1630,6 +1631,62 @@ def graph_labels() -> st.SearchStrategy[str]:
     specials = ['"', "#", "&", "<", ">", "|", ";", "%", "`", "\\", "[", "]", "{", "}", "\n", "\t"]
     syntax = st.sampled_from([*specials, "<br>", "#34;", "&#38;", "\\n", "end"])
     return st.lists(st.one_of(st.text(max_size=6), syntax), max_size=8).map("".join)
+
+
+_DUPLICATE_KEYS = st.from_regex(r"k[a-z0-9_]{0,5}", fullmatch=True)
+_DuplicateCase = tuple[str, tuple[str, ...], int, int, int]
+
+
+def _mapping_paths(node: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    paths = [prefix]
+    for key, value in node.items():
+        if isinstance(value, dict):
+            paths += _mapping_paths(value, (*prefix, key))
+    return paths
+
+
+@st.composite
+def duplicate_key_documents(draw: st.DrawFn) -> _DuplicateCase:
+    """Block YAML of nested mappings in which one mapping writes one of its keys twice.
+
+    Returns ``(text, path of the repeated key, line of its first definition, line
+    and column of the second)``; the second comes after the mapping's other entries.
+    """
+    tree = draw(
+        st.dictionaries(
+            _DUPLICATE_KEYS,
+            st.recursive(
+                st.integers(0, 99),
+                lambda inner: st.dictionaries(_DUPLICATE_KEYS, inner, min_size=1, max_size=4),
+                max_leaves=10,
+            ),
+            min_size=1,
+            max_size=5,
+        )
+    )
+    target = draw(st.sampled_from(_mapping_paths(tree)))
+    mapping: dict[str, Any] = tree
+    for part in target:
+        mapping = mapping[part]
+    key = draw(st.sampled_from(sorted(mapping)))
+    lines: list[str] = []
+    found: dict[str, int] = {}
+
+    def emit(node: dict[str, Any], path: tuple[str, ...]) -> None:
+        pad = "  " * len(path)
+        for name, value in node.items():
+            if path == target and name == key:
+                found["first"] = len(lines) + 1
+            lines.append(f"{pad}{name}:" if isinstance(value, dict) else f"{pad}{name}: {value}")
+            if isinstance(value, dict):
+                emit(value, (*path, name))
+        if path == target:
+            found["second"] = len(lines) + 1
+            lines.append(f"{pad}{key}: repeated")
+
+    emit(tree, ())
+    column = 2 * len(target) + 1
+    return "\n".join(lines) + "\n", (*target, key), found["first"], found["second"], column
 
 
 # -- runtime decision sets (issue 19: a run's routing memo) --------------------------------

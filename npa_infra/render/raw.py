@@ -136,6 +136,7 @@ def load_raw_task(
         if isinstance(loaded, SpecIssue):
             issues.append(_shift(loaded, offset))
             continue
+        issues.extend(_shift(duplicate, offset) for duplicate in loaded.issues)
         data = loaded.data
         if data is None:
             continue

@@ -339,6 +339,7 @@ def load_stack_file(name: str, root: Path, *, config_file: Path | None = None) -
         issue = _at(loaded, ("config",), "config: must be a mapping of keys")
         raise StackConfigError([issue], source=label)
     values, issues = _own_values(raw, loaded)
+    issues = [*loaded.issues, *issues]  # keys written twice
     config, problems = _validate(values, lambda path: loaded.source_map.locate(path))
     issues += problems
     if issues or config is None:

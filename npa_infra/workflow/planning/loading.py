@@ -48,16 +48,18 @@ def validate_document(
     result = parse.parse_document(doc)
     c = result.collector
     spec = result.spec
+    # keys written twice (source.py) are reported with every other problem, in one pass
+    duplicates = list(doc.issues)
     if spec is None:
-        raise SpecError(c.issues, source=doc.label, warnings=c.warnings)
+        raise SpecError([*duplicates, *c.issues], source=doc.label, warnings=c.warnings)
     # before the merge: a --var key counts as read only if the spec itself reads it
     _unread_variables(spec, doc.data, catalog, variables, c, strict=strict)
     if variables:
         spec = spec._replace(config={**spec.config, **variables})
     validate.check_spec(spec, catalog, c)
     dryrun.check(spec, catalog, c, doc.data)
-    if c.issues:
-        raise SpecError(c.issues, source=doc.label, warnings=c.warnings)
+    if c.issues or duplicates:
+        raise SpecError([*duplicates, *c.issues], source=doc.label, warnings=c.warnings)
     return ValidatedSpec(spec, doc.lines, doc.label, c.warnings)
 
 

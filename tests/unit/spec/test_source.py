@@ -9,14 +9,25 @@ position to point at instead of a magic column number.
 from __future__ import annotations
 
 import itertools
+import os
+import socket
 import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given
 
 from npa_infra.spec import source
 from npa_infra.spec.issues import SpecIssue
-from npa_infra.spec.source import LoadedDocument, Position, json_path, load_file, load_text
+from npa_infra.spec.source import (
+    Limits,
+    LoadedDocument,
+    Position,
+    json_path,
+    load_file,
+    load_text,
+)
+from tests import strategies
 
 
 def _where(text: str, line_snippet: str, at: str | None = None) -> Position:
@@ -351,6 +362,105 @@ def test_load_text_duplicate_key_returns_document_with_last_value() -> None:
     assert doc.data["states"]["a"]["next"] == "second"
 
 
+def test_load_text_duplicate_key_in_step_is_issue_at_second_key_naming_first() -> None:
+    (issue,) = _doc(DUPLICATE).issues
+    assert issue.path == "$.states.a.next"
+    assert issue.state == "a"
+    assert issue.message == "duplicate key 'next': already defined at line 3"
+    assert (issue.line, issue.column) == _where(DUPLICATE, "next: second", "next")
+    assert issue.hint
+
+
+def test_load_text_duplicate_top_level_key_is_issue() -> None:
+    text = "apiVersion: npa.workflow/v0.0.1\nkind: Workflow\napiVersion: v2\n"
+    (issue,) = _doc(text).issues
+    assert issue.path == "$.apiVersion"
+    assert issue.state is None
+    assert issue.message == "duplicate key 'apiVersion': already defined at line 1"
+    assert (issue.line, issue.column) == (3, 1)
+
+
+STATE_TWICE = textwrap.dedent(
+    """\
+    states:
+      train:
+        run: {shell: echo one}
+        next: done
+      done:
+        terminal: true
+      train:
+        run: {shell: echo two}
+    """
+)
+
+
+def test_load_text_state_defined_twice_is_issue_at_second_state_key() -> None:
+    doc = _doc(STATE_TWICE)
+    (issue,) = doc.issues
+    assert issue.path == "$.states.train"
+    assert issue.state == "train"
+    assert issue.message == "duplicate key 'train': already defined at line 2"
+    assert (issue.line, issue.column) == (7, 3)
+    assert doc.data["states"]["train"] == {"run": {"shell": "echo two"}}
+
+
+def test_load_text_duplicate_keys_at_several_levels_are_all_reported() -> None:
+    text = textwrap.dedent(
+        """\
+        states:
+          a:
+            run:
+              argv: [x]
+              argv: [y]
+            outputs:
+              - uri: s3://b/1
+                uri: s3://b/2
+          a: {}
+        kind: Workflow
+        kind: Workflow
+        """
+    )
+    found = [(i.path, i.line, i.column) for i in _doc(text).issues]
+    assert found == [
+        ("$.states.a.run.argv", 5, 7),
+        ("$.states.a.outputs[0].uri", 8, 9),
+        ("$.states.a", 9, 3),
+        ("$.kind", 11, 1),
+    ]
+
+
+def test_load_text_duplicate_in_anchored_mapping_is_reported_once() -> None:
+    text = "base: &b\n  cpus: 1\n  cpus: 2\none: *b\ntwo: *b\n"
+    (issue,) = _doc(text).issues
+    assert (issue.path, issue.line) == ("$.base.cpus", 3)
+
+
+def test_load_text_merge_override_is_not_a_duplicate() -> None:
+    assert _doc(MERGE).issues == ()
+
+
+def test_load_text_equal_keys_of_other_spellings_are_duplicates() -> None:
+    # 1 and 0x1 construct the same key: the mapping would keep only one
+    (issue,) = _doc("1: a\n0x1: b\n").issues
+    assert issue.message == "duplicate key 1: already defined at line 1"
+
+
+@given(strategies.duplicate_key_documents())
+def test_load_text_one_duplicated_key_is_the_only_issue_at_its_second_line(
+    case: tuple[str, tuple[str, ...], int, int, int],
+) -> None:
+    text, path, first, second, column = case
+    doc = _doc(text)
+    (issue,) = doc.issues
+    assert issue.path == json_path(path)
+    assert (issue.line, issue.column) == (second, column)
+    assert issue.message == f"duplicate key {path[-1]!r}: already defined at line {first}"
+    value = doc.data
+    for part in path:
+        value = value[part]
+    assert value == "repeated"  # YAML keeps the last definition
+
+
 def test_load_text_duplicate_key_position_matches_kept_value() -> None:
     # Product bug: the value keeps the *last* duplicate but its position is the
     # *first* one, so errors about the value point at a line holding another value.
@@ -387,7 +497,54 @@ def test_load_file_missing_file_returns_not_found_issue(tmp_path: Path) -> None:
 
 def test_load_file_directory_returns_issue(tmp_path: Path) -> None:
     issue = _issue(load_file(tmp_path))
-    assert "is a directory" in issue.message
+    assert issue.message == f"{tmp_path} is a directory, not a regular file"
+
+
+def test_load_file_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    # refused by stat before open, so no writer is needed and nothing blocks
+    path = tmp_path / "pipe.yaml"
+    os.mkfifo(path)
+    issue = _issue(load_file(path))
+    assert issue.message == f"{path} is a FIFO (named pipe), not a regular file"
+    assert issue.hint
+
+
+def test_load_file_symlink_to_fifo_is_refused(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe")
+    link = tmp_path / "spec.yaml"
+    link.symlink_to(tmp_path / "pipe")
+    assert _issue(load_file(link)).message == f"{link} is a FIFO (named pipe), not a regular file"
+
+
+def test_load_file_symlink_to_spec_is_followed(tmp_path: Path) -> None:
+    (tmp_path / "real.yaml").write_text(NESTED, encoding="utf-8")
+    link = tmp_path / "spec.yaml"
+    link.symlink_to(tmp_path / "real.yaml")
+    doc = load_file(link)
+    assert isinstance(doc, LoadedDocument)
+    assert doc.label == str(link)
+
+
+def test_load_file_dev_zero_is_refused_as_device() -> None:
+    issue = _issue(load_file(Path("/dev/zero")))
+    assert issue.message == "/dev/zero is a character device, not a regular file"
+
+
+def test_load_file_socket_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "spec.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        server.bind(str(path))
+        assert _issue(load_file(path)).message == f"{path} is a socket, not a regular file"
+    finally:
+        server.close()
+
+
+def test_load_file_over_injected_limit_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "spec.yaml"
+    path.write_text(NESTED, encoding="utf-8")
+    issue = _issue(load_file(path, limits=Limits(max_bytes=64)))
+    assert issue.message == f"file is {len(NESTED)} bytes; the limit is 64 bytes"
 
 
 @pytest.mark.parametrize(
@@ -432,7 +589,7 @@ def test_load_file_over_max_bytes_is_refused_without_reading(tmp_path: Path) -> 
         handle.truncate(source.MAX_BYTES + 1)
     issue = _issue(load_file(path))
     assert issue.message == (
-        f"file is {source.MAX_BYTES + 1} bytes; specs are limited to {source.MAX_BYTES} bytes"
+        f"file is {source.MAX_BYTES + 1} bytes; the limit is {source.MAX_BYTES} bytes"
     )
 
 
