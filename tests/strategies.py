@@ -1699,3 +1699,42 @@ def decision_sets(keys: list[str]) -> st.SearchStrategy[dict[str, str]]:
     return st.dictionaries(
         st.sampled_from(keys), st.sampled_from(DECISION_VALUES), max_size=len(keys)
     )
+
+
+@st.composite
+def readiness_answers(draw: st.DrawFn) -> tuple[list[Any], float]:
+    """Readiness answers (oldest first, ``kube.readywindow.Answer``) and a ``now`` after them."""
+    from npa_infra.kube.readywindow import Answer
+
+    at = draw(st.floats(min_value=0.0, max_value=100.0))
+    answers = []
+    for _ in range(draw(st.integers(min_value=0, max_value=8))):
+        at += draw(st.sampled_from([0.0, 0.001, 2.5, 4.999, 5.0, 5.001, 9.999, 10.0, 15.0, 16.0]))
+        answers.append(Answer(at, draw(st.sampled_from([True, True, True, False]))))
+    now = at + draw(st.sampled_from([0.0, 0.001, 1.0, 4.999, 5.0, 5.001, 30.0]))
+    return answers, now
+
+
+# Printable ASCII and line breaks (libyaml's fast path), now and then a character it
+# escapes differently from PyYAML (a tab, a carriage return, an astral one).
+_YAML_CHARS = st.sampled_from(
+    [chr(c) for c in range(32, 127)] + ["\n"] * 4 + ["\t", "\r", "\U0001f600"]
+)
+_YAML_TEXT = st.text(alphabet=_YAML_CHARS, max_size=120)
+_YAML_LINES = st.lists(st.text(alphabet=_YAML_CHARS, max_size=30), max_size=5).map("\n".join)
+
+
+def yaml_documents() -> st.SearchStrategy[dict[str, Any]]:
+    """Task-like documents for the emitter comparison (``render.documents``)."""
+    scalars = st.one_of(
+        _YAML_TEXT, _YAML_LINES, st.integers(), st.floats(), st.booleans(), st.none()
+    )
+    values = st.recursive(
+        scalars,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=3),
+            st.dictionaries(st.text(alphabet=_YAML_CHARS, max_size=12), inner, max_size=3),
+        ),
+        max_leaves=10,
+    )
+    return st.dictionaries(st.text(alphabet=_YAML_CHARS, max_size=16), values, max_size=5)

@@ -50,6 +50,7 @@ __all__ = [
     "Verdict",
     "classify_sample",
     "decide",
+    "take",
     "wait_ready",
 ]
 
@@ -348,6 +349,14 @@ def wait_ready(
                 sleep(delay)
     except KeyboardInterrupt as exc:
         raise ReadinessInterrupted(evidence(Verdict.WAITING, Reason.INTERRUPTED)) from exc
+
+
+def take(cluster: KubeCluster, timeout: float) -> ReadyzSample:
+    """One ``/readyz`` sample (``at`` is left 0: the caller stamps its answer's time).
+
+    A ``KubeError`` raised by ``cluster.readyz`` is a sample of its kind.
+    """
+    return _take(cluster, timeout)
 
 
 def _take(cluster: KubeCluster, timeout: float) -> ReadyzSample:
