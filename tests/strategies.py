@@ -1291,7 +1291,7 @@ def project_resolutions(draw: st.DrawFn) -> Any:
     or unreadable; a stack of the alias's name exists or not; ``--stack`` and an
     explicit context are absent, equal to the binding or different from it.
     """
-    from npa_infra.projects import models, resolve
+    from npa_infra.projects import record, resolve
 
     alias = draw(st.none() | st.sampled_from(_ALIASES))
     state = draw(st.sampled_from(list(resolve.EntryState)))
@@ -1300,7 +1300,7 @@ def project_resolutions(draw: st.DrawFn) -> Any:
     entry = None
     if alias is not None:
         path = f"/home/u/.npa/projects/{alias}.yaml"
-        project = models.Project(alias=alias, stack=bound_stack, context=bound_context)
+        project = record.Project(alias=alias, stack=bound_stack, context=bound_context)
         entry = resolve.Entry(
             state,
             path,

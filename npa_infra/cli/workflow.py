@@ -289,9 +289,11 @@ def _print_submit(report: "SubmitReport") -> None:
 
 
 def _print_preflight(preflight: dict[str, Any]) -> None:
-    from npa_infra.registry.models import CheckResult
+    rows = preflight.get("checks", [])
+    if rows:  # the pydantic rows only when there are any (a skipped preflight has none)
+        from npa_infra.registry.models import CheckResult
 
-    _print_checks([CheckResult.model_validate(row) for row in preflight.get("checks", [])])
+        _print_checks([CheckResult.model_validate(row) for row in rows])
     reason = f" ({preflight['reason']})" if preflight.get("reason") else ""
     output.out(f"image preflight: {preflight.get('decision')}{reason}")
 

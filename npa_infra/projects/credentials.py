@@ -22,12 +22,14 @@ import stat
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-
-from pydantic import SecretStr
+from typing import TYPE_CHECKING
 
 from npa_infra import config as npa_config
 from npa_infra.errors import ConfigError
 from npa_infra.projects.models import valid_alias
+
+if TYPE_CHECKING:  # pydantic is imported where a value is read, not to plan (issue 19)
+    from pydantic import SecretStr
 
 __all__ = ["NAME", "check_value", "path_for", "read_pairs", "valid_name", "write"]
 

@@ -1,19 +1,20 @@
-"""The project record and the selection a command's ``--stack``/``--project`` resolve to.
+"""The selection a command's ``--stack``/``--project`` resolve to, and the alias rule.
 
-``Project`` is what ``$NPA_HOME/projects/<alias>.yaml`` holds (``store``):
-non-secret names only, never a credential. ``Selection`` is what a command
-targets after ``resolve``: a stack and/or a context, namespace and SkyPilot
-state directory, and where that came from (``Origin``).
+``Selection`` is what a command targets after ``resolve``: a stack and/or a
+context, namespace and SkyPilot state directory, and where that came from
+(``Origin``). It is a frozen slotted dataclass, not a pydantic model: every
+submit and status selects, and this module must not import pydantic (issue 19:
+``submit --plan-only`` stays light). The project entry itself, what
+``$NPA_HOME/projects/<alias>.yaml`` holds, is ``projects.record.Project``.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, field_validator
-
-__all__ = ["ALIAS", "DEFAULT_RELEASE_NAMESPACE", "Origin", "Project", "Selection", "valid_alias"]
+__all__ = ["ALIAS", "DEFAULT_RELEASE_NAMESPACE", "Origin", "Selection", "valid_alias"]
 
 # An alias names a file, so it follows the run id rule (cli.md §0).
 ALIAS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
@@ -25,29 +26,6 @@ def valid_alias(alias: str) -> bool:
     return bool(ALIAS.match(alias))
 
 
-class Project(BaseModel):
-    """One project entry: what its alias binds (a stack, or a context and namespace)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    alias: str
-    stack: str | None = None
-    context: str | None = None
-    namespace: str | None = None
-    state_dir: str | None = None
-    release_namespace: str = DEFAULT_RELEASE_NAMESPACE
-
-    @field_validator("alias")
-    @classmethod
-    def _alias(cls, value: str) -> str:
-        if not valid_alias(value):
-            raise ValueError(
-                "an alias is 1-96 characters: a letter or digit, then letters, digits, "
-                "'.', '_' or '-'"
-            )
-        return value
-
-
 class Origin(StrEnum):
     """Where a selection came from."""
 
@@ -57,10 +35,9 @@ class Origin(StrEnum):
     STACK_PROJECT = "stack_project"  # --project NAME, no entry: the stack of that name
 
 
-class Selection(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Selection:
     """What a command targets: a stack and/or a context, namespace and state directory."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     origin: Origin = Origin.NONE
     project: str | None = None

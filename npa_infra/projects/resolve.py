@@ -25,8 +25,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
-from npa_infra.projects.models import Origin, Project, Selection, valid_alias
+from npa_infra.projects.models import Origin, Selection, valid_alias
+
+if TYPE_CHECKING:
+    from npa_infra.projects.record import Project
 
 __all__ = ["Entry", "EntryState", "Known", "Reason", "Refusal", "Request", "resolve"]
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from npa_infra.errors import ConfigError, ProjectError
-from npa_infra.projects import resolve, store
+from npa_infra.projects import resolve
 from npa_infra.projects.models import Selection, valid_alias
 
 __all__ = ["context_of", "known_stacks", "select"]
@@ -27,6 +27,20 @@ def _stack_exists(name: str, root: Path) -> bool:
         return stack_config.stack_file_path(name, root).is_file()
     except ConfigError:  # not a usable stack name: no stack can have it
         return False
+
+
+def _load(alias: str, env: Mapping[str, str]) -> resolve.Entry:
+    # The store (and the pydantic entry model) is imported only when a --project is
+    # given: a command without one selects without it (issue 19).
+    from npa_infra.projects import store
+
+    return store.load(alias, env)
+
+
+def _known_aliases(env: Mapping[str, str]) -> tuple[str, ...]:
+    from npa_infra.projects import store
+
+    return store.known_aliases(env)
 
 
 def known_stacks(root: Path) -> tuple[str, ...]:
@@ -59,16 +73,14 @@ def select(
             that name different targets (the remedy says which to drop).
     """
     request = resolve.Request(stack=stack, project=project, context=context)
-    entry = store.load(project, env) if project is not None and valid_alias(project) else None
+    entry = _load(project, env) if project is not None and valid_alias(project) else None
     exists = project is not None and _stack_exists(project, root)
     missing = (
         project is not None
         and not exists
         and (entry is None or entry.state is resolve.EntryState.ABSENT)
     )
-    known = (
-        resolve.Known(store.known_aliases(env), known_stacks(root)) if missing else resolve.Known()
-    )
+    known = resolve.Known(_known_aliases(env), known_stacks(root)) if missing else resolve.Known()
     decided = resolve.resolve(request, entry, stack_exists=exists, known=known)
     if isinstance(decided, resolve.Refusal):
         raise ProjectError(

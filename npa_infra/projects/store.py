@@ -1,6 +1,6 @@
 """Project entries on disk: ``$NPA_HOME/projects/<alias>.yaml`` (issue 16).
 
-One YAML mapping per alias, the fields of ``models.Project`` and nothing else
+One YAML mapping per alias, the fields of ``record.Project`` and nothing else
 (unknown keys are refused, so a credential has nowhere to go). The directory
 is 0700 and each file 0600; a write is atomic (temp file, fsync, rename).
 
@@ -25,7 +25,8 @@ from pydantic import ValidationError
 
 from npa_infra import config as npa_config
 from npa_infra.errors import ConfigError
-from npa_infra.projects.models import Project, valid_alias
+from npa_infra.projects.models import valid_alias
+from npa_infra.projects.record import Project
 from npa_infra.projects.resolve import Entry, EntryState
 
 __all__ = ["MAX_BYTES", "entry_path", "known_aliases", "load", "projects_dir", "save"]

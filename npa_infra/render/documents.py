@@ -43,22 +43,59 @@ class RenderedJob:
     outputs: tuple[str, ...] = ()
 
 
-class _Dumper(yaml.SafeDumper):
-    pass
-
-
-def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+def _str(dumper: yaml.representer.SafeRepresenter, value: str) -> yaml.ScalarNode:
     style = "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
-_Dumper.add_representer(str, _str)
+class _PureDumper(yaml.SafeDumper):
+    """PyYAML's own emitter: the reference the libyaml one must match byte for byte."""
 
 
-def dump_documents(documents: tuple[dict[str, Any], ...]) -> str:
+_PureDumper.add_representer(str, _str)
+
+# libyaml's emitter is ~7x faster, and writes the same bytes as PyYAML's own for
+# documents whose strings are all printable ASCII (values may hold inner line breaks):
+# ``_libyaml_safe`` decides. Outside that (non-BMP characters, control characters, empty
+# or multi-line keys, leading or doubled trailing line breaks) the two differ, so those
+# documents keep PyYAML's emitter. Tests compare both on every rendered task of the
+# reference workflows and the test specs, and on generated documents (issue 19).
+_KEY = re.compile(r"[ -~]+\Z")
+_VALUE = re.compile(r"[ -~\n]*\Z")
+_Dumper: type[yaml.SafeDumper | yaml.CSafeDumper] = _PureDumper
+if getattr(yaml, "__with_libyaml__", False):
+
+    class _CDumper(yaml.CSafeDumper):
+        pass
+
+    _CDumper.add_representer(str, _str)
+    _Dumper = _CDumper
+
+
+def _libyaml_safe(value: object, *, key: bool = False) -> bool:
+    """Whether libyaml emits ``value`` byte for byte as PyYAML's own emitter does."""
+    if isinstance(value, str):
+        if key:
+            return _KEY.match(value) is not None
+        return (
+            _VALUE.match(value) is not None
+            and not value.startswith("\n")
+            and not value.endswith("\n\n")
+        )
+    if isinstance(value, dict):
+        return all(_libyaml_safe(k, key=True) and _libyaml_safe(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_libyaml_safe(item) for item in value)
+    return value is None or isinstance(value, int | float)  # bool is an int
+
+
+def dump_documents(documents: tuple[dict[str, Any], ...], *, pure: bool = False) -> str:
+    """The documents as one YAML stream: libyaml's emitter where it writes the same bytes
+    (``_libyaml_safe``), PyYAML's own otherwise or with ``pure``."""
+    fast = not pure and _Dumper is not _PureDumper and all(map(_libyaml_safe, documents))
     return yaml.dump_all(
         documents,
-        Dumper=_Dumper,
+        Dumper=_Dumper if fast else _PureDumper,
         sort_keys=False,
         default_flow_style=False,
         allow_unicode=True,
@@ -92,12 +129,31 @@ def with_envs(
     return dump_documents(tuple(docs)) if changed else job.text
 
 
+def _placeholder(value: object) -> re.Match[str] | None:
+    """The first ``${K}`` in any string (key or value) of ``value``, walking it in place
+    instead of dumping it to YAML text first (issue 19)."""
+    if isinstance(value, str):
+        return _PLACEHOLDER.search(value)
+    if isinstance(value, Mapping):
+        # keys in sorted order, as the YAML dump this replaces found the first one
+        pairs = sorted(value.items(), key=lambda pair: str(pair[0]))
+        items: list[object] = [part for pair in pairs for part in pair]
+    elif isinstance(value, list | tuple):
+        items = list(value)
+    else:  # numbers, booleans, None hold no placeholder
+        return None
+    for item in items:
+        found = _placeholder(item)
+        if found:
+            return found
+    return None
+
+
 def _check_placeholders(doc: dict[str, Any], task: str) -> None:
     for key, value in doc.items():
         if key in ("run", "setup"):
             continue
-        text = yaml.safe_dump(value) if not isinstance(value, str) else value
-        found = _PLACEHOLDER.search(text)
+        found = _placeholder(value)
         if found:
             raise RenderError(
                 f"task '{task}' keeps the placeholder {found.group(0)} in '{key}'; "

@@ -1,6 +1,6 @@
 """``npa configure``: create or update a project, its credentials and release namespace (issue 17).
 
-A project (``projects.models.Project``, ``$NPA_HOME/projects/<alias>.yaml``)
+A project (``projects.record.Project``, ``$NPA_HOME/projects/<alias>.yaml``)
 binds an alias to a stack, or to a context, namespace and SkyPilot state
 directory. ``configure`` merges what the request gives into the entry (a
 field not given keeps its value; a new binding replaces the old one), stores
@@ -30,7 +30,8 @@ from pydantic import BaseModel, ConfigDict, SecretStr
 from npa_infra.errors import ConfigError, EngineUnavailableError, UsageError
 from npa_infra.projects import credentials as project_credentials
 from npa_infra.projects import store
-from npa_infra.projects.models import DEFAULT_RELEASE_NAMESPACE, Project
+from npa_infra.projects.models import DEFAULT_RELEASE_NAMESPACE
+from npa_infra.projects.record import Project
 from npa_infra.projects.resolve import EntryState
 from npa_infra.workflow.target.services import Services
 

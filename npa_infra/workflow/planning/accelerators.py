@@ -20,13 +20,15 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from npa_infra.errors import PreflightError
 from npa_infra.gpus import catalog, resolve
-from npa_infra.kube.base import KubeCluster
 from npa_infra.plan.model import Plan
 from npa_infra.workflow.target.services import Services
+
+if TYPE_CHECKING:  # the Kubernetes models load only where a cluster is read (issue 19)
+    from npa_infra.kube.base import KubeCluster
 
 __all__ = [
     "AcceleratorOutcome",

@@ -34,7 +34,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from npa_infra import config as npa_config
 from npa_infra.errors import SpecError, UsageError
@@ -44,21 +44,17 @@ from npa_infra.render import documents, images, raw
 from npa_infra.render.tasks import RenderSettings, secret_names_for_image
 from npa_infra.runs.lifecycle import RunStatus
 from npa_infra.spec.model import ExecutionMode
-from npa_infra.workflow.execution import liverun
 from npa_infra.workflow.planning import accelerators, api, identity, imagecheck, loading
 from npa_infra.workflow.planning.fingerprint import plan_fingerprint, run_fingerprint
-from npa_infra.workflow.submission import (
-    imagegate,
-    planners,
-    planrecord,
-    reidentification,
-    sourcing,
-    submitflags,
-)
+from npa_infra.workflow.submission import imagegate, planners, planrecord, sourcing, submitflags
 from npa_infra.workflow.submission.submitflags import SubmitOptions
-from npa_infra.workflow.supervision import runner
 from npa_infra.workflow.target import credentials, stackbinding, stackfile
 from npa_infra.workflow.target.services import Services
+
+if TYPE_CHECKING:
+    # The live path (launch transaction, supervision) is imported where a live submit
+    # starts it: --plan-only never loads it (issue 19).
+    from npa_infra.workflow.execution import liverun
 
 __all__ = ["SubmitReport", "submit"]
 
@@ -276,6 +272,10 @@ def submit(
         gpu.plan, settings, runtime=runtime, max_concurrency_cap=options.max_concurrency
     )
     if not options.plan_only:
+        from npa_infra.workflow.execution import liverun
+        from npa_infra.workflow.submission import reidentification
+        from npa_infra.workflow.supervision import runner
+
         stackbinding.require_pull_secrets(jobs, stack)
         request = _live_request(
             spec_path,
@@ -418,6 +418,8 @@ def _live_request(
     image_pins: Mapping[str, str] | None = None,
     project: credentials.ProjectSecrets | None = None,
 ) -> liverun.LiveRequest:
+    from npa_infra.workflow.execution import liverun
+
     preflight: dict[str, Any] = (
         {"decision": "passed", "pins": dict(image_pins)}
         if image_pins is not None
@@ -489,6 +491,8 @@ def _submit_raw(
         documents.dump_documents(tuple(docs)),
     )
     if not options.plan_only:
+        from npa_infra.workflow.supervision import runner
+
         stack = stackfile.read_stack(options.stack, options.project_root) if options.stack else None
         return runner.execute(
             _live_request(

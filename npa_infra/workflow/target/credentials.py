@@ -80,14 +80,15 @@ def for_project(
     Raises:
         ConfigError: the entry is unreadable, or the stack file is not YAML.
     """
+    if alias is None:
+        return None
+    # imported only with a project: the store reads entries through pydantic (issue 19)
     from npa_infra.errors import ConfigError
     from npa_infra.projects import store
     from npa_infra.projects.resolve import EntryState
     from npa_infra.stack import config as stack_config
     from npa_infra.stack import credentialkeys
 
-    if alias is None:
-        return None
     entry = store.load(alias, env)
     if entry.state is EntryState.UNREADABLE:
         raise ConfigError(

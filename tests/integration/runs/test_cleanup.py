@@ -15,7 +15,8 @@ import pytest
 from npa_infra.errors import ProjectError
 from npa_infra.journal.lock import RunLock
 from npa_infra.projects import selection, store
-from npa_infra.projects.models import Project, Selection
+from npa_infra.projects.models import Selection
+from npa_infra.projects.record import Project
 from npa_infra.skypilot.isolation import ControllerSettings, IsolatedDir
 from npa_infra.skypilot.skycli import SkyCli
 from npa_infra.workflow.operations import leftovers

@@ -16,7 +16,7 @@ from npa_infra.cli.main import app
 from npa_infra.journal.records import PlanRow
 from npa_infra.journal.store import Journal
 from npa_infra.projects import store
-from npa_infra.projects.models import Project
+from npa_infra.projects.record import Project
 from npa_infra.stack import gate
 from tests.integration.runs.world import CONTEXT, ROOT, World
 

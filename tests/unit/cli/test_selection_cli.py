@@ -22,7 +22,7 @@ from npa_infra.journal.records import RunRow
 from npa_infra.journal.store import Journal
 from npa_infra.kube.base import KubeCluster
 from npa_infra.projects import store
-from npa_infra.projects.models import Project
+from npa_infra.projects.record import Project
 from npa_infra.workflow.target.services import Services
 from tests.support.fakecluster import FakeCluster, gpu_node
 

@@ -8,6 +8,7 @@ code and which of the heavy modules ended up in ``sys.modules``.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -48,11 +49,14 @@ _SDK_CHILD = textwrap.dedent(
 )
 
 
-def _run_child(script: str, tmp_path: Path, *args: str) -> dict[str, object]:
+def _run_child(
+    script: str, tmp_path: Path, *args: str, env: dict[str, str] | None = None
+) -> dict[str, object]:
     report = tmp_path / "report.json"
     completed = subprocess.run(
         [sys.executable, "-c", script, str(report), json.dumps(HEAVY), *args],
         cwd=REPO,
+        env=env,
         capture_output=True,
         text=True,
         timeout=120,
@@ -172,3 +176,37 @@ def test_stack_preview_without_engine_fresh_interpreter_loads_no_heavy_module(
 
     assert result["code"] == 3
     assert not {"pulumi", "pulumi.automation", "kubernetes", "boto3"} & set(result["loaded"])
+
+
+SIM2REAL = REPO / "workflows" / "main" / "sim2real.yaml"
+PLAN_ONLY = ["workbench", "workflow", "submit", str(SIM2REAL), "--plan-only"]
+
+
+def _home_env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("NPA_HOME", "NPA_TOOL_CATALOG")}
+    env["NPA_HOME"] = str(tmp_path / "home")
+    return env
+
+
+def test_submit_plan_only_demo_fresh_interpreter_loads_no_heavy_module(tmp_path: Path) -> None:
+    """``make demo``: plan, render and record; pydantic and every client stay unloaded."""
+    env = _home_env(tmp_path)
+    args = [*PLAN_ONLY, "--no-preflight-images", "--run-id", "light-1"]
+
+    result = _run_child(_CLI_CHILD, tmp_path, *args, env=env)
+
+    assert result["code"] == 0
+    assert "not submitted (--plan-only)" in str(result["stdout"])
+    assert result["loaded"] == []
+
+
+def test_status_of_planned_run_fresh_interpreter_loads_no_heavy_module(tmp_path: Path) -> None:
+    env = _home_env(tmp_path)
+    planned = [*PLAN_ONLY, "--no-preflight-images", "--run-id", "light-2"]
+    assert _run_child(_CLI_CHILD, tmp_path, *planned, env=env)["code"] == 0
+
+    result = _run_child(_CLI_CHILD, tmp_path, "workbench", "workflow", "status", "light-2", env=env)
+
+    assert result["code"] == 0
+    assert "PLAN_ONLY" in str(result["stdout"])
+    assert result["loaded"] == []

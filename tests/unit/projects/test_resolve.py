@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 
-from npa_infra.projects.models import Origin, Project, Selection
+from npa_infra.projects.models import Origin, Selection
+from npa_infra.projects.record import Project
 from npa_infra.projects.resolve import (
     Entry,
     EntryState,

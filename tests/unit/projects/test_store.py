@@ -10,7 +10,8 @@ import pytest
 
 from npa_infra.errors import ConfigError
 from npa_infra.projects import store
-from npa_infra.projects.models import DEFAULT_RELEASE_NAMESPACE, Project
+from npa_infra.projects.models import DEFAULT_RELEASE_NAMESPACE
+from npa_infra.projects.record import Project
 from npa_infra.projects.resolve import EntryState
 
 
