@@ -10,7 +10,9 @@ clock, so polls and readiness windows cost no real time. Per wave it reports:
 * ``kube_requests``: requests the Kubernetes double served;
 * ``npa_cpu_s``: CPU of npa's own thread (``time.thread_time``), which excludes
   the ``sky`` children and the double's server threads;
-* ``wall_s``: wall time per wave, of which the simulated work costs nothing.
+* ``wall_s``: wall time per wave, of which the simulated work costs nothing;
+* ``simulated_s``: the virtual clock's sleeps per wave (supervision polls and the
+  readiness window), what a real run would wait besides the work (issue 19).
 
 Over the K measured, npa's CPU is fitted as ``a + b·K + c·K²`` (least squares), and
 the CPU of each extra wave is taken between consecutive K (``Δcpu / ΔK``) and fitted
@@ -80,6 +82,7 @@ def measure(waves: int) -> dict[str, Any]:
                 raise SystemExit(f"the {waves}-wave run ended {result.status}: {result.to_json()}")
             sky = len(world.sim_calls())
             kube = len(fake.calls()) - before
+            simulated = sum(world.clock.slept)
         finally:
             fake.stop()
     return {
@@ -88,11 +91,13 @@ def measure(waves: int) -> dict[str, Any]:
         "kube_requests": kube,
         "npa_cpu_s": round(cpu, 4),
         "wall_s": round(wall, 3),
+        "simulated_s": round(simulated, 3),
         "per_wave": {
             "sky_processes": round(sky / waves, 2),
             "kube_requests": round(kube / waves, 2),
             "npa_cpu_s": round(cpu / waves, 4),
             "wall_s": round(wall / waves, 3),
+            "simulated_s": round(simulated / waves, 3),
         },
     }
 
@@ -166,13 +171,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"reference: python -c pass = {reference * 1000:.1f} ms")
     print(
         f"{'waves':>5} {'sky/wave':>9} {'kube/wave':>10} {'npa cpu/wave':>13} "
-        f"{'x python -c pass':>17} {'wall/wave':>10}"
+        f"{'x python -c pass':>17} {'wall/wave':>10} {'simulated/wave':>15}"
     )
     for row in rows:
         p = row["per_wave"]
         print(
             f"{row['waves']:>5} {p['sky_processes']:>9} {p['kube_requests']:>10} "
             f"{p['npa_cpu_s']:>12.4f}s {p['npa_cpu_x_python_pass']:>16}x {p['wall_s']:>9.3f}s"
+            f" {p['simulated_s']:>14.2f}s"
         )
     fit = cpu_fit(rows)
     if fit["total"] is not None:

@@ -10,10 +10,16 @@ answer is as unknown as one missing from the supervisor's own read: the pure
 watch confirms an absence over the grace window and by an exact-name lookup,
 which, like every decision below, reads fresh (runtime-reference.md §1).
 
-Only supervision ticks read through here. A launch transaction, a
-reconciliation, a cancellation and a recovery check always read the queue
-fresh: they decide what exists, and an answer from one tick ago does not
-prove that. An unavailable answer is never shared.
+Supervision ticks read through here, and so do a launch transaction's
+exact-name lookups (issue 19), on stricter terms: the lookup before a
+launch takes only an answer read after the run's lock was acquired (no one
+else can launch the run's names then) and less than one tick ago, and never
+after another home's launch of the run had to settle; every later lookup
+takes only an answer read after the transaction's previous step (the launch,
+the request check), so the id after a launch comes from the next shared
+read, which is also the first supervision tick. A cancellation, a recovery
+check and the confirming lookup of a missing job always read the queue
+fresh. An unavailable answer is never shared.
 """
 
 from __future__ import annotations

@@ -149,7 +149,12 @@ def launch_wave(
             _verify_adopted(record, sky, clock, journal, key)
             return record
         record = _reenter(record, clock)
-    lock = _launch_lock(request, journal, isolated, clock, driver.progress, sky, driver.home)
+    lock, foreign = _launch_lock(
+        request, journal, isolated, clock, driver.progress, sky, driver.home
+    )
+    # issue 19: the lookup before the launch may take a shared answer read inside the
+    # run's lock, unless another home's launch settled since (it may postdate that answer)
+    since = None if foreign else driver.held_since
     try:
         return _drive(
             request,
@@ -167,6 +172,7 @@ def launch_wave(
             infra=infra,
             secrets=secrets,
             command=command,
+            reconcile_since=since,
         )
     finally:
         lock.release()
@@ -194,9 +200,10 @@ def _refuse_during_controller_down(request: LiveRequest, isolated: IsolatedDir) 
 
 def _settle_foreign(
     request: LiveRequest, sky: SkyPilot, isolated: IsolatedDir, home: str, clock: Clock
-) -> None:
+) -> bool:
     """Another npa home's launch of this run, still in flight in this SkyPilot state, must
-    settle before this home launches (journal.inflight; judged by runs.cancel).
+    settle before this home launches (journal.inflight; judged by runs.cancel). True when
+    there was one: its job may have appeared after any answer read before now.
 
     Raises:
         UncertainOutcomeError: that launch may still create the job.
@@ -210,7 +217,7 @@ def _settle_foreign(
     path = inflight.inflight_path(isolated.root, request.run_id)
     other = inflight.read(path)
     if other is None or other.home == home:
-        return  # nothing in flight, or our own journal's launch: its record governs the resume
+        return False  # nothing in flight, or our own journal's launch: its record governs
     found = reconcile(sky, other.job_name, clock.now())
     child = ChildState.NOT_RECORDED if other.child is None else children.observe(other.child)
     answer = None
@@ -219,7 +226,7 @@ def _settle_foreign(
     verdict = launch_rules.judge_unreconciled(None, found.state, child, answer)
     if verdict in (launch_rules.LaunchVerdict.ABSENT, launch_rules.LaunchVerdict.CANCEL_FOUND):
         inflight.remove(path)  # settled: the name's lookup now tells the whole truth
-        return
+        return True
     raise UncertainOutcomeError(
         f"run {request.run_id} has a launch in flight from npa home {other.home} "
         f"({other.job_name}, launch {other.launch_sequence}) that may still create its job",
@@ -237,8 +244,9 @@ def _launch_lock(
     progress: Callable[[str], None] | None,
     sky: SkyPilot,
     home: str,
-) -> RunLock:
+) -> tuple[RunLock, bool]:
     """Hold the run's launch lock while a launch may be in flight; refuse a cancelled run.
+    The flag: another home's launch of this run had to settle first (``_settle_foreign``).
 
     ``workflow cancel`` takes the same lock, so it waits for this launch to settle
     and then cancels by exact id; a cancel recorded before we got the lock stops
@@ -268,7 +276,7 @@ def _launch_lock(
     lock.acquire(wait=LAUNCH_LOCK_WAIT, on_wait=waiting)
     try:
         _refuse_during_controller_down(request, isolated)
-        _settle_foreign(request, sky, isolated, home, clock)
+        foreign = _settle_foreign(request, sky, isolated, home, clock)
         run = journal.get_run(request.run_id)
         cancel = (run.data or {}).get("cancel_requested") if run is not None else None
         if cancel:
@@ -280,7 +288,7 @@ def _launch_lock(
     except BaseException:
         lock.release()
         raise
-    return lock
+    return lock, foreign
 
 
 def _drive(
@@ -300,6 +308,7 @@ def _drive(
     infra: str,
     secrets: Mapping[str, str],
     command: str,
+    reconcile_since: float | None = None,
 ) -> TransactionRecord:
     record = driver.settle_child(key, record)  # an earlier submit's launch child is gone
     journal.update_run(
@@ -324,6 +333,7 @@ def _drive(
             secrets=secrets,
             resume_command=command,
             before_post=before_post,
+            reconcile_since=reconcile_since,
         )
     finally:
         journal.update_attempt(

@@ -38,7 +38,7 @@ from npa_infra.runs.models import (
     RequestState,
     TransactionRecord,
 )
-from npa_infra.skypilot.models import QueueVerdict
+from npa_infra.skypilot.models import QueueResult, QueueVerdict
 from npa_infra.workflow.execution import launchlog
 from npa_infra.workflow.target.services import Clock
 
@@ -46,8 +46,10 @@ if TYPE_CHECKING:
     from npa_infra.journal.store import Journal
     from npa_infra.kube.base import KubeCluster
     from npa_infra.skypilot.base import SkyPilot
+    from npa_infra.skypilot.sharedqueue import SharedQueue
+    from npa_infra.workflow.execution.readykeeper import ReadinessKeeper
 
-__all__ = ["AttemptKey", "LaunchDriver", "check_request", "reconcile"]
+__all__ = ["AttemptKey", "LaunchDriver", "check_request", "reconcile", "reconciliation_of"]
 
 _LAUNCH_REQUEST = "sky.jobs.launch"
 # How long a resume waits for an earlier submit's launch child: its own call timeout.
@@ -63,7 +65,11 @@ class AttemptKey:
 
 def reconcile(sky: SkyPilot, name: str, now: float) -> Reconciliation:
     """Exact-name lookup: found (one id), absent, ambiguous (several), or unavailable."""
-    queue = sky.queue()
+    return reconciliation_of(sky.queue(), name, now)
+
+
+def reconciliation_of(queue: QueueResult, name: str, now: float) -> Reconciliation:
+    """The exact-name lookup of ``name`` in one queue answer (see ``reconcile``)."""
     if queue.verdict is QueueVerdict.VERIFIED_EMPTY:
         return Reconciliation(ReconciliationState.ABSENT, at=now)
     if queue.verdict is QueueVerdict.UNAVAILABLE:
@@ -190,12 +196,28 @@ class LaunchDriver:
         state_dir: Path | None = None,
         home: str = "",
         token_vars: tuple[str, ...] = (),
+        shared_queue: SharedQueue | None = None,
+        tick: float = 30.0,
+        held_since: float | None = None,
     ) -> None:
         self._sky = sky
         self._journal = journal
         self._clock = clock
         self._cluster = cluster
-        self._readiness = readiness or _wait_ready(clock, progress)
+        self._keeper: ReadinessKeeper | None = None
+        if readiness is None and cluster is not None:
+            from npa_infra.workflow.execution.readykeeper import ReadinessKeeper
+
+            self._keeper = ReadinessKeeper(cluster, clock, progress=progress)
+        self._readiness = readiness or (
+            self._keeper.gate if self._keeper is not None else _wait_ready(clock, progress)
+        )
+        # issue 19: the queue reads shared with the supervisors of this controller, fresh
+        # within one tick; ``held_since``: when this process acquired the run's lock
+        self._shared = shared_queue
+        self._tick = tick
+        self._held_since = held_since
+        self._fresh_since: float | None = None  # the earliest shared answer run() may take
         self._progress = progress
         self._child_wait = child_wait
         self._durable: dict[AttemptKey, TransactionRecord] = {}
@@ -210,6 +232,18 @@ class LaunchDriver:
     @property
     def progress(self) -> Callable[[str], None] | None:
         return self._progress
+
+    @property
+    def held_since(self) -> float | None:
+        """When this process acquired the run's lock (None: not known, read fresh)."""
+        return self._held_since
+
+    def idle(self, seconds: float) -> None:
+        """Sleep between supervision ticks, keeping the readiness window of the next launch."""
+        if self._keeper is None:
+            self._clock.sleep(seconds)
+            return
+        self._keeper.idle(seconds)
 
     @property
     def home(self) -> str:
@@ -245,6 +279,18 @@ class LaunchDriver:
                 {"wave": key.wave_index, "attempt": key.attempt, **log.known.to_json()},
                 now=self._clock.now(),
             )
+
+    def _lookup(self, name: str) -> Reconciliation:
+        """The exact-name lookup: from a shared answer when one may serve, else fresh.
+
+        A shared answer serves only when it was read after everything this transaction
+        did or saw (the run's lock acquired; the previous step's effect) and less than
+        one tick ago; an unavailable answer is never shared (skypilot.sharedqueue).
+        """
+        now = self._clock.now()
+        if self._shared is None or self._fresh_since is None:
+            return reconcile(self._sky, name, now)
+        return _shared_lookup(self._shared, name, now=now, tick=self._tick, since=self._fresh_since)
 
     def settle_child(self, key: AttemptKey, record: TransactionRecord) -> TransactionRecord:
         """Before re-entering a record, make sure its launch child can no longer act.
@@ -323,16 +369,23 @@ class LaunchDriver:
         secrets: Mapping[str, str],
         resume_command: str,
         before_post: Callable[[TransactionRecord], None] | None = None,
+        reconcile_since: float | None = None,
     ) -> TransactionRecord:
         """Drive ``record`` to DONE; the final record is durable when this returns.
 
         ``before_post`` runs before each launch request is sent, once the intent
         (with the ``launch_sequence`` that request carries) is durable.
+        ``reconcile_since``: the first lookup may take a shared queue answer read at
+        or after this time (inside the run's lock) and within one tick; None reads fresh.
         """
         self._secrets = tuple(secrets.values())
+        # only a transaction that never sent a request may start from a shared answer
+        self._fresh_since = reconcile_since if record.launch_sequence == 0 else None
         try:
             while not record.done:
                 record = self._step(key, record, task_yaml, infra, secrets, before_post)
+                # every later lookup takes only answers read after this step's effect
+                self._fresh_since = self._clock.now()
         except KeyboardInterrupt:
             # an interrupt inside a step (e.g. during the POST) lands after that step's own
             # checkpoints: end from the latest durable record, never from an older one
@@ -365,11 +418,13 @@ class LaunchDriver:
         kind = action.kind
         clock = self._clock
         if kind is transaction.ActionKind.RECONCILE:
-            found = reconcile(self._sky, record.job_name, clock.now())
+            found = self._lookup(record.job_name)
             return transaction.on_reconciled(record, found, now=clock.now(), jitter=clock.jitter())
         if kind is transaction.ActionKind.READINESS:
             if self._cluster is None:
                 return transaction.on_readiness(record, Evidence.READY, now=clock.now())
+            if record.retries > 0 and self._keeper is not None:
+                self._keeper.forget()  # runtime-reference.md §1: re-proven before every retry
             evidence, samples, category, error = self._readiness(self._cluster)
             return transaction.on_readiness(
                 record, evidence, samples=samples, category=category, error=error, now=clock.now()
@@ -425,6 +480,13 @@ class LaunchDriver:
             clock.sleep(action.delay)
             return transaction.on_slept(record, now=clock.now())
         raise AssertionError(f"unexpected action {kind}")  # FINISH only when done
+
+
+def _shared_lookup(
+    shared: SharedQueue, name: str, *, now: float, tick: float, since: float
+) -> Reconciliation:
+    # the answer was read no earlier than ``since`` and less than one tick ago
+    return reconciliation_of(shared.read(max_age=tick, not_before=since), name, now)
 
 
 def _wait_ready(

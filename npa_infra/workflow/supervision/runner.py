@@ -98,6 +98,8 @@ def execute(
         ):
             _open_run(journal, request, command, clock.now(), context, secrets, str(isolated.root))
             _stage_source(journal, request, clock)
+            # issue 19: one shared queue for the launch lookups and the supervision ticks
+            shared_queue = SharedQueue(sky, isolated.root / "supervision", clock.now)
             driver = LaunchDriver(
                 sky,
                 journal,
@@ -108,6 +110,9 @@ def execute(
                 state_dir=isolated.root,
                 home=str(home),
                 token_vars=livegate.token_vars(env),
+                shared_queue=shared_queue if request.mode == "runtime" else None,
+                tick=float(dict(request.extra.get("poll") or {}).get("interval", 30.0)),
+                held_since=clock.now(),  # inside both run locks
             )
             result = waves.run_waves(
                 request,
@@ -121,7 +126,7 @@ def execute(
                 ),
                 cluster=cluster,
                 progress=given.progress,
-                shared_queue=SharedQueue(sky, isolated.root / "supervision", clock.now),
+                shared_queue=shared_queue,
                 shared_pods=SharedPods(cluster, isolated.root / "supervision", clock.now),
                 launch=lambda job, wave_index, new_attempt=False, exports=None: (
                     attempts.launch_wave(

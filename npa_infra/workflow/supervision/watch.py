@@ -71,6 +71,8 @@ def watch_job(
     read_queue: Callable[[float], QueueResult] | None = None,
     read_pods: Callable[[float], ClusterView] | None = None,
     job_name: str | None = None,
+    since: float | None = None,
+    idle: Callable[[float], None] | None = None,
 ) -> WatchResult:
     """Poll until the pure watch decides; every observation that changes is journaled.
 
@@ -81,14 +83,19 @@ def watch_job(
     ``read_queue(not_before)`` answers each tick's queue read, and ``read_pods``
     the cluster's SkyPilot pods and nodes, with reads taken no earlier than this
     watch began and shared with the other supervisors of the controller (default:
-    this job's own reads, made now).
+    this job's own reads, made now). ``since``: the queue answer that found the job was
+    read then, so a shared answer read since may serve the first tick (issue 19: the
+    launch's lookup is the first poll). ``idle`` sleeps between ticks (default: the
+    clock's sleep; the launch driver keeps the next launch's readiness window meanwhile).
     """
     state = supervision.WatchState.begin(clock.now())
+    not_before = min(since, state.started) if since is not None else state.started
     alive = liveness.Liveness()
     where = _Where(run_id, wave_index, attempt, job_id, label or str(job_id))
     blocker: dict[str, Any] | None = None
     while True:
-        queue = read_queue(state.started) if read_queue is not None else sky.queue(verbose=True)
+        queue = read_queue(not_before) if read_queue is not None else sky.queue(verbose=True)
+        not_before = state.started  # after the first tick, only answers read while watching
         now = clock.now()
         presence, status = presence_of(queue, job_id)
         rows = [r for r in queue.records if r.job_id == job_id] if status is not None else []
@@ -133,7 +140,7 @@ def watch_job(
         if verdict is not supervision.Verdict.WAIT:
             ended = state.last_status if state.evidence is not None else status
             return WatchResult(verdict, ended, blocker, now - state.started)
-        clock.sleep(interval)
+        (idle or clock.sleep)(interval)
 
 
 def presence_of(queue: QueueResult, job_id: int) -> tuple[supervision.Presence, str | None]:

@@ -106,6 +106,7 @@ def run_waves(
                 progress,
                 shared_queue,
                 shared_pods,
+                idle=driver.idle,  # issue 19: readiness kept between supervision ticks
             )
         return _run_listed(request, journal, sky, clock, launch, records, job_ids, ledger)
     except RunCancelledError as cancelled:  # an operator's cancel stopped the next launch
@@ -176,6 +177,7 @@ def _run_routed(
     progress: Callable[[str], None] | None = None,
     shared_queue: SharedQueue | None = None,
     shared_pods: SharedPods | None = None,
+    idle: Callable[[float], None] | None = None,
 ) -> LiveResult:
     """Runtime mode with decisions: run the plan prefix, read the decision, re-plan, go on.
 
@@ -230,7 +232,7 @@ def _run_routed(
                 return _finish(request, journal, clock, records, job_ids, error, ledger)
             first = len(records)
             error = _run_wave(
-                request, journal, sky, clock, launch, job, index, records, job_ids, context
+                request, journal, sky, clock, launch, job, index, records, job_ids, context, idle
             )
             ledger.take(job, records[first:], error)
             if error is not None:
@@ -263,6 +265,7 @@ def _run_wave(
     records: list[TransactionRecord],
     job_ids: list[int],
     context: WaveContext,
+    idle: Callable[[float], None] | None = None,
 ) -> NpaError | None:
     """Launch one wave and watch it; spend ``--retries`` on payload failures and the
     infrastructure budget on proven transient ones, never one for the other."""
@@ -306,6 +309,8 @@ def _run_wave(
                 read_queue=_per_tick(context.shared_queue, context.interval),
                 read_pods=_per_tick(context.shared_pods, context.interval),
                 job_name=record.job_name,
+                since=_found_at(record),
+                idle=idle,
             ),
             functools.partial(
                 recheck.recheck,
@@ -366,6 +371,17 @@ def _per_tick(shared: _TickShared[T] | None, interval: float) -> Callable[[float
     if shared is None:
         return None
     return lambda not_before: shared.read(max_age=interval, not_before=not_before)
+
+
+def _found_at(record: TransactionRecord) -> float | None:
+    """When the lookup that found the job was made: a shared answer read since then lists
+    it, so it may serve the first supervision tick (issue 19: no poll right after the id)."""
+    from npa_infra.runs.models import ReconciliationState
+
+    last = record.reconciliations[-1] if record.reconciliations else None
+    if last is None or last.state is not ReconciliationState.FOUND or last.at <= 0:
+        return None
+    return last.at
 
 
 def _attempt_of(journal: Journal, run_id: str, wave_index: int) -> int:

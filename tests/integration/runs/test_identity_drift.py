@@ -30,14 +30,16 @@ BLOCKED = supervised.BLOCKED_THEN_RUNS
 
 @dataclass
 class EditingClock(VirtualClock):
-    """A virtual clock that runs ``edit`` once, at the first supervision poll: after the
-    wave's first launch, before any relaunch decision."""
+    """A virtual clock that runs ``edit`` once, at the first sleep after the wave's first
+    launch (between the first supervision polls), before any relaunch decision."""
 
     edit: Callable[[], None] | None = None
+    launched: Callable[[], bool] = lambda: True
 
     def sleep(self, seconds: float) -> None:
         super().sleep(seconds)
-        if seconds == POLL and self.edit is not None:
+        # the poll's sleep is split by the readiness samples kept meanwhile (issue 19)
+        if self.edit is not None and self.launched():
             edit, self.edit = self.edit, None
             edit()
 
@@ -49,7 +51,9 @@ def _world(tmp_path: Path, fake: FakeKube) -> World:
 
 
 def _run(world: World, spec: Path, run_id: str, edit: Callable[[], None]) -> Any:
-    clock = EditingClock(edit=edit)
+    clock = EditingClock(
+        edit=edit, launched=lambda: any(c[1] == "launch" for c in world.sim_calls())
+    )
     world.clock = clock
     result = supervised.run(
         world,

@@ -331,6 +331,15 @@ FORBIDDEN = (
 )
 
 
+def _watch_reads(world: World) -> list[list[str]]:
+    """The queue reads between the launch and npa's cancel: the launch's id lookup is the
+    first supervision tick too (issue 19), so the watch's reads are all of them."""
+    calls = world.sim_calls()
+    launch = next(i for i, c in enumerate(calls) if c[:2] == ["jobs", "launch"])
+    cancel = next((i for i, c in enumerate(calls) if c[:2] == ["jobs", "cancel"]), len(calls))
+    return [c for c in calls[launch:cancel] if c[:2] == ["jobs", "queue"]]
+
+
 def test_forbidden_image_pull_stops_at_the_first_confirming_read_and_spends_nothing(
     tmp_path: Path, fake_kube: FakeKube
 ) -> None:
@@ -351,7 +360,7 @@ def test_forbidden_image_pull_stops_at_the_first_confirming_read_and_spends_noth
     assert result.error is not None and "IMAGE_PULL_AUTH" in result.error.message
     [job] = world.sim_jobs()  # no second attempt
     assert _cancels(world) == [["jobs", "cancel", "--yes", str(job["job_id"])]]
-    watch_reads = [c for c in world.sim_calls() if c[:2] == ["jobs", "queue"] and "-v" in c]
+    watch_reads = _watch_reads(world)
     assert len(watch_reads) == 1 and poll not in world.clock.slept  # the first tick acted
     events = supervised.events(world, "forbid-1")
     [stop] = [d for k, d in events if k == "permanent_blocker"]
@@ -385,6 +394,6 @@ def test_permanent_blocker_grace_flag_widens_the_window(
     )
 
     assert result.exit_code == 1, result.to_json()
-    watch_reads = [c for c in world.sim_calls() if c[:2] == ["jobs", "queue"] and "-v" in c]
+    watch_reads = _watch_reads(world)
     assert len(watch_reads) == 4  # held 0, 7, 14, then 21 s >= 20 s
     assert len(_cancels(world)) == 1 and len(world.sim_jobs()) == 1
