@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from npa_infra.cli.main import app
 from npa_infra.projects import store
-from npa_infra.projects.models import Project
+from npa_infra.projects.record import Project
 from tests.support.stackjournal import journal_run
 
 CANARY = "canary-7f3e9b21-never-print-me"

@@ -230,7 +230,7 @@ def test_resume_command_carries_the_project_and_its_target(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from npa_infra.projects import store
-    from npa_infra.projects.models import Project
+    from npa_infra.projects.record import Project
 
     monkeypatch.setenv("NPA_HOME", str(tmp_path / "home"))
     monkeypatch.chdir(tmp_path)
