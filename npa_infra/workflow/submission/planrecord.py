@@ -13,16 +13,16 @@ nothing" predates this; the issue wins.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from npa_infra import config as npa_config
 from npa_infra.runs.lifecycle import RunStatus
 
 if TYPE_CHECKING:
     from npa_infra.journal.records import RunMode
-    from npa_infra.workflow.submission.pipeline import SubmitReport
+    from npa_infra.render.documents import RenderedJob
     from npa_infra.workflow.target.services import Services
 
 __all__ = ["record"]
@@ -30,9 +30,31 @@ __all__ = ["record"]
 _MODES: dict[str, RunMode] = {"one-shot": "one-shot", "runtime": "runtime", "raw": "raw"}
 
 
+class PlannedReport(Protocol):
+    """What a plan-only submit's report holds that its journal row needs (``SubmitReport``)."""
+
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def workflow(self) -> str: ...
+    @property
+    def mode(self) -> str: ...
+    @property
+    def fingerprint(self) -> str: ...
+    @property
+    def jobs(self) -> Sequence[RenderedJob]: ...
+    @property
+    def yaml_paths(self) -> Sequence[str]: ...
+    @property
+    def infrastructure(self) -> Mapping[str, Any]: ...
+
+
+Report = TypeVar("Report", bound=PlannedReport)
+
+
 def record(
-    report: SubmitReport, spec_path: Path, *, env: Mapping[str, str], services: Services | None
-) -> SubmitReport:
+    report: Report, spec_path: Path, *, env: Mapping[str, str], services: Services | None
+) -> Report:
     """Journal ``report``'s run id as a plan and return the report unchanged.
 
     Raises:
