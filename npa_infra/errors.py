@@ -135,11 +135,14 @@ class SpecError(NpaError):
         *,
         source: str = "",
         warnings: list[SpecIssue] | None = None,
+        remedy: str = "",
     ) -> None:
         first = issues[0].message if issues else "invalid spec"
         super().__init__(
             f"{len(issues)} problem(s) in {source or 'spec'}: {first}",
-            remedy="fix the listed fields, then rerun `npa workbench workflow validate-spec`",
+            # a file-level refusal (a FIFO, a directory, oversize) passes a remedy that fits
+            remedy=remedy
+            or "fix the listed fields, then rerun `npa workbench workflow validate-spec`",
         )
         self.issues = issues
         self.source = source

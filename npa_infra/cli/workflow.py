@@ -361,7 +361,9 @@ def submit(
     if json_out:
         output.emit_json(report.to_json())
     else:
-        output.warn_spec([], str(spec), placeholder_bucket=report.bucket_is_placeholder)
+        output.warn_spec(
+            report.warnings, str(spec), placeholder_bucket=report.bucket_is_placeholder
+        )
         _print_submit(report)
     if report.exit_code:
         raise typer.Exit(report.exit_code)

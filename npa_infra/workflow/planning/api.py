@@ -88,6 +88,7 @@ class PlanReport:
             "format": fmt,
             "graph": self.drawing(fmt),
             "fingerprint": self.fingerprint,
+            "warnings": [issue_json(w) for w in self.warnings],  # issue 18: always present
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -108,6 +109,7 @@ class PlanReport:
                 "fingerprint": self.fingerprint,
             }
         out["status"] = "planned"  # issue 17: every --json object has a status
+        out["warnings"] = [issue_json(w) for w in self.warnings]  # issue 18: always present
         if self.bucket_is_placeholder:
             out["bucket_is_placeholder"] = True
         return out

@@ -20,7 +20,7 @@ from npa_infra.spec import parse, validate
 from npa_infra.spec import variables as spec_variables
 from npa_infra.spec.issues import SpecIssue, doc_ref
 from npa_infra.spec.model import Spec
-from npa_infra.spec.source import LoadedDocument, load_file, load_text
+from npa_infra.spec.source import MAX_BYTES, LoadedDocument, load_file, load_text
 from npa_infra.workflow.planning import collector, dryrun
 
 __all__ = ["VALIDATE_RUN_ID", "ValidatedSpec", "load_validated", "validate_document"]
@@ -94,5 +94,15 @@ def load_validated(
     with collector.paused():  # linear in the spec's size (collector, issue 19)
         doc = load_text(text, label) if text is not None else load_file(Path(path))
         if isinstance(doc, SpecIssue):
-            raise SpecError([doc], source=label)
+            raise SpecError([doc], source=label, remedy=_file_remedy(doc))
         return validate_document(doc, catalog, variables or {}, strict=strict)
+
+
+def _file_remedy(issue: SpecIssue) -> str:
+    """The next step after a document that did not load: a path, an encoding or the YAML."""
+    if not issue.path:  # the file itself: missing, unreadable, not regular, oversize, binary
+        return (
+            f"pass the path of a regular spec file (UTF-8 YAML, at most {MAX_BYTES >> 20} MiB), "
+            "then rerun `npa workbench workflow validate-spec`"
+        )
+    return "fix the YAML at the listed position, then rerun `npa workbench workflow validate-spec`"

@@ -37,12 +37,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from npa_infra import config as npa_config
+from npa_infra import regularfile
 from npa_infra.errors import SpecError, UsageError
 from npa_infra.plan import context, waves
 from npa_infra.plan.model import Plan, PlanError
 from npa_infra.render import documents, images, raw
 from npa_infra.render.tasks import RenderSettings, secret_names_for_image
 from npa_infra.runs.lifecycle import RunStatus
+from npa_infra.spec import source as spec_source
+from npa_infra.spec.issues import SpecIssue, issue_json
 from npa_infra.spec.model import ExecutionMode
 from npa_infra.workflow.planning import accelerators, api, identity, imagecheck, loading
 from npa_infra.workflow.planning.fingerprint import plan_fingerprint, run_fingerprint
@@ -81,6 +84,7 @@ class SubmitReport:
     bucket_is_placeholder: bool = False
     accelerators: accelerators.AcceleratorOutcome | None = None
     preflight: dict[str, Any] = field(default_factory=lambda: dict(SKIPPED_PREFLIGHT))
+    warnings: list[SpecIssue] = field(default_factory=list)  # the spec's (issue 18)
     exit_code: int = 0
 
     def to_json(self) -> dict[str, Any]:
@@ -117,6 +121,7 @@ class SubmitReport:
                 }
                 for j, p in zip(self.jobs, self.yaml_paths, strict=True)
             ],
+            "warnings": [issue_json(w) for w in self.warnings],  # issue 18: always present
         }
 
 
@@ -175,9 +180,9 @@ def submit(
             "--run-id and --resume-run are mutually exclusive",
             remedy="use --resume-run ID to re-enter a run, or --run-id ID for a new one",
         )
-    try:
-        text = spec_path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+    try:  # bounded, and never a FIFO or a device (faults.md: hostile input); else refused below
+        text = regularfile.read(spec_path, spec_source.MAX_BYTES).decode("utf-8")
+    except (regularfile.RefusedFile, OSError, UnicodeDecodeError):
         text = None
     if text is not None and not raw.is_workflow_spec(text):
         return _submit_raw(spec_path, text, options, environ, services)
@@ -342,6 +347,7 @@ def submit(
         bucket_is_placeholder=context.bucket_is_placeholder(plan.config),
         accelerators=gpu,
         preflight=checked.summary_json() if checked is not None else dict(SKIPPED_PREFLIGHT),
+        warnings=v.warnings,
         exit_code=1 if checked is not None and checked.exit_code == 1 else 0,
     )
     return planrecord.record(report, spec_path, env=environ, services=services)

@@ -63,7 +63,8 @@ def test_plan_spec_json_with_drawing_wraps_graph_with_status(npa: Invoke) -> Non
 
     assert result.exit_code == 0, result.stderr
     payload = json.loads(result.stdout)
-    assert set(payload) == {"status", "workflow", "format", "graph", "fingerprint"}
+    assert set(payload) == {"status", "workflow", "format", "graph", "fingerprint", "warnings"}
+    assert payload["warnings"] == []
     assert (payload["status"], payload["format"]) == ("planned", "dot")
     assert "s_route" in graphparse.parse_dot(payload["graph"]).nodes
     assert payload["fingerprint"].startswith("sha256:")

@@ -77,6 +77,7 @@ PLAN_ONLY_KEYS = {
     "infrastructure",
     "plan",
     "skypilot_yaml",
+    "warnings",
 }
 _ISOLATED_ENV = (
     "NPA_TOOL_CATALOG",
@@ -242,6 +243,108 @@ def test_validate_spec_missing_file_error_exit_1(npa: Invoke, tmp_path: Path) ->
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("kind", ["directory", "fifo", "oversize"], ids=str)
+def test_validate_spec_file_refusal_hint_names_a_regular_file(
+    npa: Invoke, tmp_path: Path, kind: str
+) -> None:
+    import os
+
+    path = tmp_path / "spec.yaml"
+    if kind == "directory":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.write_bytes(b"# " + b"x" * (8 * 1024 * 1024) + b"\n")
+
+    result = npa("validate-spec", path)
+
+    assert result.exit_code == 1
+    assert "Hint: pass the path of a regular spec file" in result.stderr
+    assert "fix the listed fields" not in result.stderr  # issue 18: a hint that fits
+
+
+def test_submit_plan_only_fifo_refused_without_reading(npa: Invoke, tmp_path: Path) -> None:
+    import os
+
+    path = tmp_path / "spec.yaml"
+    os.mkfifo(path)  # reading a FIFO with no writer would hang
+
+    result = npa("submit", path, "--plan-only", "--json")
+
+    assert result.exit_code == 1
+    payload = stdout_json(result)
+    assert payload["status"] == "invalid"
+    assert "FIFO" in payload["errors"][0]["message"]
+
+
+WARNED_SPEC = textwrap.dedent(
+    """\
+    apiVersion: npa.workflow/v0.0.1
+    kind: Workflow
+    metadata:
+      name: warned
+    config:
+      bucket: real-bucket
+    states:
+      start:
+        run:
+          shell: echo start
+        nxt: finish
+        next: finish
+      finish:
+        run:
+          shell: echo finish
+        terminal: true
+    """
+)
+
+
+@pytest.fixture
+def warned_spec(tmp_path: Path) -> Path:
+    path = tmp_path / "warned.yaml"
+    path.write_text(WARNED_SPEC, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ("plan-spec", "--json"),
+        ("plan-spec", "--waves", "--json"),
+        ("plan-spec", "--format", "mermaid", "--json"),
+        ("submit", "--plan-only", "--json"),
+    ],
+    ids=["plan", "waves", "drawing", "submit-plan-only"],
+)
+def test_plan_json_unknown_key_listed_in_warnings(
+    npa: Invoke, warned_spec: Path, render_dir: Path, extra: tuple[str, ...]
+) -> None:
+    command, *flags = extra
+    more = ["--render-dir", render_dir] if command == "submit" else []
+
+    result = npa(command, warned_spec, *flags, *more)
+
+    assert result.exit_code == 0, result.stderr
+    warnings = stdout_json(result)["warnings"]
+    assert [(w["path"], w["line"]) for w in warnings] == [("$.states.start.nxt", 11)]
+    assert all(set(w) == ISSUE_KEYS for w in warnings)
+    assert "did you mean 'next'?" in warnings[0]["hint"]
+
+
+@pytest.mark.parametrize("command", ["plan-spec", "submit"], ids=str)
+def test_plan_text_unknown_key_warned_on_stderr(
+    npa: Invoke, warned_spec: Path, render_dir: Path, command: str
+) -> None:
+    more = ["--plan-only", "--render-dir", render_dir] if command == "submit" else []
+
+    result = npa(command, warned_spec, *more)
+
+    assert result.exit_code == 0, result.stderr
+    assert f"warning: {warned_spec}:11:5: $.states.start.nxt" in result.stderr
+    assert "nxt" not in result.stdout
+
+
 # -- plan-spec -----------------------------------------------------------------------
 
 
@@ -251,6 +354,7 @@ def test_plan_spec_json_shape_default_assumption_exit_0(npa: Invoke) -> None:
     assert result.exit_code == 0, result.stderr
     payload = stdout_json(result)
     assert {"workflow", "api_version", "initial", "assume_decision", "steps"} <= set(payload)
+    assert payload["warnings"] == []  # issue 18: always present
     assert payload["workflow"] == "loop-decision"
     assert payload["api_version"] == "npa.workflow/v0.0.1"
     assert payload["initial"] == "rounds"
@@ -314,7 +418,9 @@ def test_plan_spec_waves_json_shape(npa: Invoke) -> None:
         "wave_count",
         "parallel_waves",
         "waves",
+        "warnings",
     } <= set(payload)
+    assert payload["warnings"] == []
     assert payload["run_id"] == "parallel-fanout-plan"
     assert (payload["wave_count"], payload["parallel_waves"]) == (2, 1)
     fan, agg = payload["waves"]
