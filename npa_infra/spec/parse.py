@@ -14,7 +14,7 @@ from typing import Any
 
 from npa_infra.spec import model
 from npa_infra.spec.issues import SpecIssue, doc_ref, section_for
-from npa_infra.spec.source import LoadedDocument, PathKey, SourceMap, json_path
+from npa_infra.spec.source import LoadedDocument, PathKey, Position, SourceMap, json_path
 
 __all__ = ["Collector", "ParseResult", "parse_document", "suggest", "type_name"]
 
@@ -83,9 +83,15 @@ class Collector:
         state: str | None = None,
         at: PathKey | None = None,
         section: str = "",
+        position: Position | None = None,
     ) -> None:
-        """Record an issue at ``path``; ``at`` locates it at another node (e.g. the offending key)."""
-        if at is not None:
+        """Record an issue at ``path``; ``at`` locates it at another node (e.g. the offending key).
+
+        ``position``, when known, is the exact place inside the value (a bad token's braces).
+        """
+        if position is not None:
+            pos = position
+        elif at is not None:
             pos = self.source_map.locate(at, key=True)
         else:
             pos = self.source_map.locate(path, key=key)

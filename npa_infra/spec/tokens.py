@@ -42,6 +42,7 @@ class TokenError(Exception):
         self.message = message
         self.token = token
         self.scope = scope
+        self.offset: int | None = None  # where the token starts in its text (``problems``)
 
 
 @dataclass(slots=True)
@@ -133,6 +134,9 @@ def _value(scope: str, key: str, whole: str, ctx: TokenContext) -> object:
 def malformed(text: str) -> list[tuple[int, str]]:
     """(offset, message) of every ``{{ }}`` a person meant as a token that is not one.
 
+    The offset is of the braces at fault: the unclosed ``{{``, the malformed
+    token's ``{{``, the stray ``}}``.
+
     Double braces are otherwise literal text (a Python ``{{"k": v}}``, code
     ending in ``}}``), so only three shapes are errors: a ``{{`` that is never
     closed, a ``{{scope.`` that is not a well-formed token, and a ``}}`` that ends
@@ -156,8 +160,8 @@ def malformed(text: str) -> list[tuple[int, str]]:
             found.append((at, f"malformed token at offset {at}: {_excerpt(text, at)}"))
     for match in _TOKEN_END.finditer(text):
         if match.end() not in ends:
-            at = match.start()
-            found.append((at, f"stray '}}}}' at offset {match.end() - 2}: {_excerpt(text, at)}"))
+            at = match.end() - 2
+            found.append((at, f"stray '}}}}' at offset {at}: {_excerpt(text, match.start())}"))
     return sorted(found)
 
 
@@ -173,6 +177,7 @@ def problems(text: str, ctx: TokenContext) -> list[TokenError]:
         try:
             _substitute(match, ctx)
         except TokenError as exc:
+            exc.offset = match.start()
             out.append(exc)
     return out
 

@@ -12,17 +12,18 @@ a spec with an unknown edge would report consequences, not causes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from npa_infra.catalog.model import Catalog
 from npa_infra.plan import context, decisions, planner
 from npa_infra.plan.model import PlanError
-from npa_infra.spec import resources, tokens
+from npa_infra.spec import resources, scalarpos, tokens
 from npa_infra.spec.issues import SpecIssue
 from npa_infra.spec.model import Spec, State
 from npa_infra.spec.parse import Collector, suggest
-from npa_infra.spec.source import PathKey, json_path
+from npa_infra.spec.source import PathKey, Position, SourceMap, json_path
 
 __all__ = ["VALIDATE_RUN_ID", "check"]
 
@@ -95,16 +96,45 @@ def _substituted(data: object) -> Iterator[tuple[PathKey, str]]:
                         yield from _strings(raw[key], ("states", str(name), key))
 
 
-def _malformed(data: object, c: Collector) -> None:
+@dataclass(frozen=True, slots=True)
+class _Locator:
+    """The line and column of an offset inside a field's value (issue 18: at the token)."""
+
+    data: object
+    lines: Sequence[str]
+    source_map: SourceMap
+
+    def at(self, path: PathKey, text: str, offset: int | None) -> Position | None:
+        # only a value that is this text in the source (a catalog's argv is not) maps
+        start = self.source_map.values.get(path)
+        if offset is None or start is None or _raw(self.data, path) != text:
+            return None
+        return scalarpos.locate(self.lines, start, text, offset)
+
+
+def _raw(data: object, path: PathKey) -> object:
+    node = data
+    for part in path:
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        else:
+            return None
+    return node
+
+
+def _malformed(data: object, c: Collector, where: _Locator) -> None:
     for path, text in _substituted(data):
         state = str(path[1]) if path[0] == "states" else None
-        for _at, message in tokens.malformed(text):
+        for at, message in tokens.malformed(text):
             c.error(
                 path,
                 message,
                 "write tokens as {{ scope.key }}; close every '{{' with '}}'",
                 state=state,
                 section="tokens",
+                position=where.at(path, text, at),
             )
 
 
@@ -144,7 +174,7 @@ def _state_fields(st: State, catalog: Catalog) -> Iterator[tuple[PathKey, str]]:
 
 
 def _state_tokens(
-    spec: Spec, st: State, walk: planner.Walk, c: Collector
+    spec: Spec, st: State, walk: planner.Walk, c: Collector, where: _Locator
 ) -> tuple[bool, list[str | None]]:
     """Report every bad token of one state: (no bad token, each output URI or None)."""
     before = len(c.issues)
@@ -162,7 +192,8 @@ def _state_tokens(
     for path, text in fields:
         for exc in tokens.problems(text, ctx):
             message, hint = _token_message(spec, exc)
-            c.error(path, message, hint, state=st.name, section="tokens")
+            position = where.at(path, text, exc.offset)
+            c.error(path, message, hint, state=st.name, section="tokens", position=position)
     uris: list[str | None] = []
     for art in st.outputs:
         try:
@@ -234,10 +265,16 @@ def _plans(spec: Spec, catalog: Catalog, c: Collector) -> None:
             c.issues.append(issue)
 
 
-def check(spec: Spec, catalog: Catalog, c: Collector, data: object) -> None:
-    """Append every token and dataflow issue of ``spec`` (loaded from ``data``) to ``c``."""
+def check(
+    spec: Spec, catalog: Catalog, c: Collector, data: object, lines: Sequence[str] = ()
+) -> None:
+    """Append every token and dataflow issue of ``spec`` (loaded from ``data``) to ``c``.
+
+    ``lines`` (the source) place a bad token at its own column, not the value's start.
+    """
     plan = _graph_sound(c.issues)
-    _malformed(data, c)
+    where = _Locator(data, lines, c.source_map)
+    _malformed(data, c, where)
     try:
         config, run = context.build_scope(spec, catalog, run_id=VALIDATE_RUN_ID, variables={})
     except PlanError as err:
@@ -258,7 +295,7 @@ def check(spec: Spec, catalog: Catalog, c: Collector, data: object) -> None:
     for st in spec.states.values():
         if not st.has_work:
             continue
-        clean, outputs[st.name] = _state_tokens(spec, st, walk, c)
+        clean, outputs[st.name] = _state_tokens(spec, st, walk, c, where)
         if not clean:
             continue
         try:

@@ -57,7 +57,7 @@ def validate_document(
     if variables:
         spec = spec._replace(config={**spec.config, **variables})
     validate.check_spec(spec, catalog, c)
-    dryrun.check(spec, catalog, c, doc.data)
+    dryrun.check(spec, catalog, c, doc.data, doc.lines)
     if c.issues or duplicates:
         raise SpecError([*duplicates, *c.issues], source=doc.label, warnings=c.warnings)
     return ValidatedSpec(spec, doc.lines, doc.label, c.warnings)

@@ -565,7 +565,7 @@ RULES = [
         a:
           run: {argv: [echo, "{{config.nope}}"]}  # <-
           next: b
-        """), "$.states.a.run.argv[1]", '"{{config.nope}}"', "config has no key 'nope'"),
+        """), "$.states.a.run.argv[1]", "{{config.nope}}", "config has no key 'nope'"),
         id="p9-argv-unknown-config-key"),
     pytest.param(Rule(states("""
         a:
@@ -577,7 +577,7 @@ RULES = [
         a:
           run: {shell: "echo {{run.owner}}"}  # <-
           next: b
-        """), "$.states.a.run.shell", '"echo', "run has no key 'owner'"),
+        """), "$.states.a.run.shell", "{{run.owner}}", "run has no key 'owner'"),
         id="p9-shell-unknown-run-key"),
     pytest.param(Rule(states("""
         a:
@@ -585,13 +585,13 @@ RULES = [
           outputs:
             - {uri: "s3://x/{{loop.nope}}"}  # <-
           next: b
-        """), "$.states.a.outputs[0].uri", '"s3://x/', "no loop named 'nope'"),
+        """), "$.states.a.outputs[0].uri", "{{loop.nope}}", "no loop named 'nope'"),
         id="p9-output-unknown-loop"),
     pytest.param(Rule(states("""
         a:
           run: {shell: "echo {{config.root_uri|upper}}"}  # <-
           next: b
-        """), "$.states.a.run.shell", '"echo', "unknown transform 'upper'"),
+        """), "$.states.a.run.shell", "{{config.root_uri|upper}}", "unknown transform 'upper'"),
         id="p9-unknown-transform"),
     pytest.param(Rule(states("""
         a:
@@ -608,7 +608,7 @@ RULES = [
         a:
           run: {argv: [echo, "{{state.zz.uri}}"]}  # <-
           next: b
-        """), "$.states.a.run.argv[1]", '"{{state.zz.uri}}"', "'zz'"),
+        """), "$.states.a.run.argv[1]", "{{state.zz.uri}}", "'zz'"),
         id="p9-state-token-unknown-state"),
     # -- planning guard (npa-infra adds) -----------------------------------------
     pytest.param(Rule(states("""
