@@ -30,7 +30,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from npa_infra import config as npa_config
@@ -38,13 +38,16 @@ from npa_infra.errors import ConfigError, InvariantError, StorageError, UsageErr
 from npa_infra.plan import context
 from npa_infra.plan.model import Plan
 from npa_infra.render import images
-from npa_infra.source import decision, marker, staging, tree
+from npa_infra.source import decision, marker, tree
 from npa_infra.source.decision import SourceAction, SourceOrigin, SourceReason
 from npa_infra.spec.model import Spec
-from npa_infra.storage.base import ObjectStore
 from npa_infra.storage.models import S3Uri
 from npa_infra.workflow.target import stackfile
 from npa_infra.workflow.target.services import Services
+
+if TYPE_CHECKING:  # staging (and the store) load where source is staged, not to plan it
+    from npa_infra.source import staging
+    from npa_infra.storage.base import ObjectStore
 
 __all__ = [
     "E2E_SRC_ENV",
@@ -203,6 +206,8 @@ def apply(
         return {**record, "decision": "not_required"}
     if d.action is SourceAction.KEEP and not d.verify:
         return {**record, "decision": "kept", "verified": False}
+    from npa_infra.source import staging
+
     s3 = (services or Services()).store(plan.s3_endpoint or None)
     if d.action is SourceAction.KEEP:
         verdict = staging.verify_prefix(d.uri, s3, env=env)
@@ -262,6 +267,8 @@ def stage_src(
     ) or decision.DEFAULT_PREFIX
     s3 = (services or Services()).store((settings.s3_endpoint if settings else "") or None)
     _connect_in_background(s3)  # the boto3 client builds while the tree is scanned
+    from npa_infra.source import staging
+
     result = staging.stage_source(
         root, chosen_bucket, chosen_prefix, store=s3, force=force, env=environ
     )
@@ -397,6 +404,8 @@ def _staged(
     record: dict[str, Any],
 ) -> dict[str, Any]:
     """Stage into the decided URI's own bucket and prefix, and save a newly staged URI."""
+    from npa_infra.source import staging
+
     target = S3Uri.parse(plan.uri)
     prefix = target.key.rstrip("/").rpartition("/")[0]
     result = staging.stage_source(
