@@ -32,6 +32,8 @@ class Defect:
     # (json path, anchor line text, text on the expected line, message part)
     expect: tuple[tuple[str, str, str, str], ...]
     warning: bool = False
+    # applied to the dumped text: what a mapping cannot hold (a key written twice)
+    post: Callable[[str], str] | None = None
 
 
 def _state(name: str, body: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
@@ -39,6 +41,35 @@ def _state(name: str, body: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
         data["states"][name] = body
 
     return inject
+
+
+def _block(lines: list[str], name: str) -> tuple[int, int]:
+    start = lines.index(f"  {name}:\n")
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith("   ")), None)
+    return start, len(lines) if end is None else end
+
+
+def _state_twice(name: str) -> Callable[[str], str]:
+    """The state's block written again right after itself (a state defined twice)."""
+
+    def post(text: str) -> str:
+        lines = text.splitlines(keepends=True)
+        start, end = _block(lines, name)
+        return "".join(lines[:end] + lines[start:end] + lines[end:])
+
+    return post
+
+
+def _key_twice(name: str, line: str, again: str) -> Callable[[str], str]:
+    """``again`` inserted after ``line`` inside the state's block (a nested key twice)."""
+
+    def post(text: str) -> str:
+        lines = text.splitlines(keepends=True)
+        start, end = _block(lines, name)
+        at = next(i for i in range(start, end) if lines[i] == line + "\n")
+        return "".join([*lines[: at + 1], again + "\n", *lines[at + 1 :]])
+
+    return post
 
 
 def _resources(data: dict[str, Any]) -> None:
@@ -104,6 +135,18 @@ DEFECTS = (
         (("$.states.q-nxt.nxt", "q-nxt:", "nxt:", "unknown state key 'nxt'"),),
         warning=True,
     ),
+    Defect(
+        "state-twice",
+        _state("q-dup", {"run": {"shell": "echo qdup"}, "next": "end"}),
+        (("$.states.q-dup", "q-dup:", "q-dup:", "duplicate key 'q-dup'"),),
+        post=_state_twice("q-dup"),
+    ),
+    Defect(
+        "nested-key-twice",
+        _state("q-dk", {"run": {"shell": "echo qdk"}, "next": "end"}),
+        (("$.states.q-dk.run.shell", "q-dk:", "qdk2", "duplicate key 'shell'"),),
+        post=_key_twice("q-dk", "      shell: echo qdk", "      shell: echo qdk2"),
+    ),
 )
 
 
@@ -123,6 +166,21 @@ def _report(text: str) -> tuple[list[SpecIssue], list[SpecIssue]]:
 def test_load_validated_injected_defects_all_reported_at_their_lines(
     base: str, chosen: set[int]
 ) -> None:
+    _check_defects(base, chosen)
+
+
+def test_load_validated_every_defect_at_once_one_pass() -> None:
+    # the duplicate keys come from the loader, the rest from validation: one report
+    base = (
+        "apiVersion: npa.workflow/v0.0.1\nkind: Workflow\nmetadata: {name: t}\n"
+        "config: {bucket: b, root_uri: s3://b/r}\nstates:\n"
+        "  s0:\n    run: {shell: echo s0}\n    next: end\n"
+        "  end:\n    run: {shell: echo end}\n    terminal: true\n"
+    )
+    _check_defects(base, set(range(len(DEFECTS))))
+
+
+def _check_defects(base: str, chosen: set[int]) -> None:
     data = yaml.safe_load(base)
     defects = [DEFECTS[i] for i in sorted(chosen)]
     if all(d.warning for d in defects):
@@ -130,6 +188,8 @@ def test_load_validated_injected_defects_all_reported_at_their_lines(
     for defect in defects:
         defect.inject(data)
     text = yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
+    for defect in defects:
+        text = defect.post(text) if defect.post else text
     issues, warnings = _report(text)
     keys = [(i.path, i.message) for i in issues]
     assert len(keys) == len(set(keys)), "each problem is reported once"
