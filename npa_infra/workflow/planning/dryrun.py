@@ -150,6 +150,8 @@ def _token_message(spec: Spec, exc: tokens.TokenError) -> tuple[str, str]:
             f"token {exc.token}: state '{name}' declares no outputs",
             f"add outputs: [{{uri: …}}] to state '{name}'",
         )
+    if "unknown transform" in exc.message:
+        return exc.message, "write {{ scope.key|base64 }}, or drop the transform"
     return exc.message, _TOKEN_HINTS.get(exc.scope, "check the token spelling")
 
 
