@@ -50,6 +50,7 @@ sys.path.insert(0, str(ROOT))
 from npa_infra.source import staging, tree  # noqa: E402  # after the sys.path line: run as a script
 from npa_infra.storage.s3 import BotoStore  # noqa: E402  # same
 from npa_infra.workflow.submission import sourcing  # noqa: E402  # same
+from npa_infra.workflow.target.services import Services  # noqa: E402  # same
 
 __all__ = ["main"]
 
@@ -187,7 +188,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         def reuse() -> None:
             store = BotoStore.create(endpoint_url=moto.endpoint)
-            result = sourcing.stage_src(root, bucket=BUCKET, prefix=PREFIX, store=store)
+            result = sourcing.stage_src(
+                root,
+                bucket=BUCKET,
+                prefix=PREFIX,
+                services=Services(store=lambda _endpoint: store),
+            )
             assert result.reused
             requests.append(store.request_count)
 
