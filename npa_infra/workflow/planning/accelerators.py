@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from npa_infra.errors import PreflightError
-from npa_infra.gpus import catalog, resolve
 from npa_infra.plan.model import Plan
 from npa_infra.workflow.target.services import Services
 
 if TYPE_CHECKING:  # the Kubernetes models load only where a cluster is read (issue 19)
+    from npa_infra.gpus import catalog, resolve
     from npa_infra.kube.base import KubeCluster
 
 __all__ = [
@@ -55,6 +55,8 @@ def read_catalog(cluster: KubeCluster) -> catalog.GpuCatalog:
     Raises:
         KubeError: the node listing failed.
     """
+    from npa_infra.gpus import catalog
+
     return catalog.build(cluster.context, cluster.nodes())
 
 
@@ -130,6 +132,7 @@ def gpus(
         SpecError: the spec is invalid (checked before the cluster is contacted).
         KubeError: no kubeconfig, no such context, or the node listing failed.
     """
+    from npa_infra.gpus import resolve
     from npa_infra.workflow.planning import api
 
     environ = os.environ if env is None else env
@@ -171,6 +174,8 @@ def _skip(plan: Plan, reason: str, context: str | None) -> AcceleratorOutcome:
 
 
 def _refusal(context: str, failed: list[resolve.StepResolution]) -> PreflightError:
+    from npa_infra.gpus import resolve
+
     first = failed[0].resolution
     if len(failed) == 1:
         message = f"state '{failed[0].state}': {first.message}"
@@ -217,6 +222,8 @@ def resolve_for_plan(
         return _skip(plan, f"{GPU_OVERRIDE_ENV} is set: the environment override wins", context)
     if context is None:
         return _skip(plan, "no --infra k8s/<context>: no cluster was contacted", None)
+    from npa_infra.gpus import resolve  # only where a cluster's catalog is consulted (issue 19)
+
     if not resolve.gpu_requests(plan.steps):
         return _skip(plan, "no Kubernetes GPU step", context)
     cat = (catalogs or Catalogs(env, services))(context)
