@@ -71,24 +71,39 @@ def write(path: Path, launch: InflightLaunch) -> None:
     files.replace_private(path, json.dumps(launch.to_json(), sort_keys=True).encode("utf-8"))
 
 
-def read(path: Path) -> InflightLaunch | None:
-    """The recorded launch; an unreadable record is one that may still act (never None)."""
+_UNREADABLE = object()  # a record that exists but cannot be read: it may still act
+
+
+def _record(path: Path) -> dict[str, Any] | object | None:
+    """The record's JSON object, None when there is none, ``_UNREADABLE`` otherwise."""
     try:
         raw = json.loads(path.read_bytes())
     except FileNotFoundError:
         return None
     except (OSError, ValueError):
-        return InflightLaunch(home="?", logical_launch_id="?", job_name="?", launch_sequence=1)
+        return _UNREADABLE
+    return raw if isinstance(raw, dict) else _UNREADABLE
+
+
+def read(path: Path) -> InflightLaunch | None:
+    """The recorded launch; an unreadable record is one that may still act (never None)."""
+    raw = _record(path)
+    if raw is None:
+        return None
+    unknown = InflightLaunch(home="?", logical_launch_id="?", job_name="?", launch_sequence=1)
     if not isinstance(raw, dict):
-        return InflightLaunch(home="?", logical_launch_id="?", job_name="?", launch_sequence=1)
-    return InflightLaunch(
-        home=str(raw.get("home") or "?"),
-        logical_launch_id=str(raw.get("logical_launch_id") or "?"),
-        job_name=str(raw.get("job_name") or "?"),
-        launch_sequence=int(raw.get("launch_sequence") or 1),
-        request_ids=tuple(str(r) for r in raw.get("request_ids") or ()),
-        child=ChildIdentity.from_json(raw.get("child")),
-    )
+        return unknown
+    try:
+        return InflightLaunch(
+            home=str(raw.get("home") or "?"),
+            logical_launch_id=str(raw.get("logical_launch_id") or "?"),
+            job_name=str(raw.get("job_name") or "?"),
+            launch_sequence=int(raw.get("launch_sequence") or 1),
+            request_ids=tuple(str(r) for r in raw.get("request_ids") or ()),
+            child=ChildIdentity.from_json(raw.get("child")),
+        )
+    except (TypeError, ValueError, AttributeError):  # a field of the wrong type: may still act
+        return unknown
 
 
 def remove(path: Path) -> None:
@@ -129,17 +144,18 @@ def end_controller_down(state_dir: Path) -> None:
 
 def controller_down(state_dir: Path) -> ControllerDown | None:
     """The recorded down, if one may be under way; an unreadable record counts as one."""
-    try:
-        raw = json.loads(_down_path(state_dir).read_bytes())
-    except FileNotFoundError:
+    raw = _record(_down_path(state_dir))
+    if raw is None:
         return None
-    except (OSError, ValueError):
-        return ControllerDown(controller="?", stack="?", pid=0, at=0.0)
+    unknown = ControllerDown(controller="?", stack="?", pid=0, at=0.0)
     if not isinstance(raw, dict):
-        return ControllerDown(controller="?", stack="?", pid=0, at=0.0)
-    return ControllerDown(
-        controller=str(raw.get("controller") or "?"),
-        stack=str(raw.get("stack") or "?"),
-        pid=int(raw.get("pid") or 0),
-        at=float(raw.get("at") or 0.0),
-    )
+        return unknown
+    try:
+        return ControllerDown(
+            controller=str(raw.get("controller") or "?"),
+            stack=str(raw.get("stack") or "?"),
+            pid=int(raw.get("pid") or 0),
+            at=float(raw.get("at") or 0.0),
+        )
+    except (TypeError, ValueError):  # a field of the wrong type: the down may be under way
+        return unknown
