@@ -266,7 +266,7 @@ class TransactionRecord:
     last_request_state: RequestState | None = None  # latest `sky api status` answer
     outcome_pending: bool = False  # intent committed for launch_sequence, no outcome yet
     backoff_delay: float = 0.0  # the sleep chosen in phase BACKOFF
-    poll_delay: float = 0.0  # > 0: REQUEST_CHECK waits this long, then reconciles again
+    poll_delay: float = 0.0  # > 0: wait this long, then reconcile (REQUEST_CHECK; settle)
     # the released ``sky jobs launch`` child of the latest request, until its answer is durable
     launch_child: ChildIdentity | None = None
 

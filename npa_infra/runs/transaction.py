@@ -21,7 +21,10 @@ request rules of §1 "npa-infra must"):
    journals that record *before* POSTing; ``on_launched`` records the request
    id (accepted) or the classified error (first failure kept), then
    RECONCILE_AFTER_LAUNCH.
-4. RECONCILE_AFTER_LAUNCH: ``found`` → ``submitted_and_reconciled`` when
+4. RECONCILE_AFTER_LAUNCH: an accepted launch may ask to wait ``settle_delay``
+   first (SLEEP, then the lookup): the id is taken from the next shared queue
+   read, one tick later, not from a read of its own right after the POST
+   (issue 19). ``found`` → ``submitted_and_reconciled`` when
    accepted, else ``adopt_after_uncertain_launch`` (the id always comes from
    the queue); ``unavailable``/``ambiguous`` → block (uncertain success when
    accepted); ``absent`` before the request settled → REQUEST_CHECK;
@@ -177,6 +180,8 @@ def begin(
 def next_action(record: TransactionRecord) -> Action:
     """The one thing the driver must do next for ``record``."""
     phase = record.phase
+    if phase is Phase.RECONCILE_AFTER_LAUNCH and record.poll_delay > 0:  # rule 4: settle first
+        return Action(ActionKind.SLEEP, delay=record.poll_delay)
     if phase in _RECONCILE_PHASES:
         return Action(ActionKind.RECONCILE)
     if phase is Phase.READINESS:
@@ -200,7 +205,12 @@ def on_reconciled(
     Raises:
         InvariantError: the record is not waiting for a reconciliation.
     """
-    _require(record.phase in _RECONCILE_PHASES, "on_reconciled", record)
+    _require(
+        record.phase in _RECONCILE_PHASES
+        and not (record.phase is Phase.RECONCILE_AFTER_LAUNCH and record.poll_delay > 0),
+        "on_reconciled",
+        record,
+    )
     state = _effective_state(obs)
     seen = replace(record, reconciliations=(*record.reconciliations, obs))
     if state in (ReconciliationState.UNAVAILABLE, ReconciliationState.AMBIGUOUS):
@@ -279,9 +289,12 @@ def on_child_gone(record: TransactionRecord, *, now: float) -> TransactionRecord
 
 
 def on_launched(
-    record: TransactionRecord, outcome: LaunchOutcome, *, now: float
+    record: TransactionRecord, outcome: LaunchOutcome, *, now: float, settle_delay: float = 0.0
 ) -> TransactionRecord:
     """Apply what ``sky jobs launch --async`` answered (rule 3).
+
+    ``settle_delay`` > 0: an accepted launch's lookup waits that long (rule 4), so
+    the id comes from the next shared tick's read. A failed launch looks up at once.
 
     Raises:
         InvariantError: no launch intent is pending, or an accepted outcome has no request id.
@@ -300,7 +313,12 @@ def on_launched(
     if outcome.accepted:
         if not outcome.request_id:
             raise InvariantError("an accepted launch must carry its request id")
-        return replace(after, accepted=True, request_ids=(*after.request_ids, outcome.request_id))
+        return replace(
+            after,
+            accepted=True,
+            request_ids=(*after.request_ids, outcome.request_id),
+            poll_delay=max(settle_delay, 0.0),
+        )
     # A timed-out launch is unknown unless its text classifies otherwise.
     category = outcome.category
     if category is Category.NONE:
@@ -348,6 +366,8 @@ def on_slept(record: TransactionRecord, *, now: float) -> TransactionRecord:
             request_settled=False,
             backoff_delay=0.0,
         )
+    if record.phase is Phase.RECONCILE_AFTER_LAUNCH and record.poll_delay > 0:
+        return replace(record, poll_delay=0.0)  # settled a tick: now the lookup (rule 4)
     _require(record.phase is Phase.REQUEST_CHECK and record.poll_delay > 0, "on_slept", record)
     return replace(
         record, phase=Phase.RECONCILE_AFTER_LAUNCH, poll_delay=0.0, request_settled=False

@@ -17,7 +17,9 @@ else can launch the run's names then) and less than one tick ago, and never
 after another home's launch of the run had to settle; every later lookup
 takes only an answer read after the transaction's previous step (the launch,
 the request check), so the id after a launch comes from the next shared
-read, which is also the first supervision tick. A cancellation, a recovery
+read, one tick after the POST (the transaction settles that long first; an
+answer another supervisor read meanwhile serves), which is also the first
+supervision tick. A cancellation, a recovery
 check and the confirming lookup of a missing job always read the queue
 fresh. An unavailable answer is never shared.
 """

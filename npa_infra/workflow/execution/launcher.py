@@ -32,6 +32,7 @@ from npa_infra.runs.models import (
     Category,
     Evidence,
     LaunchOutcome,
+    Phase,
     Reconciliation,
     ReconciliationState,
     RequestCheck,
@@ -383,9 +384,11 @@ class LaunchDriver:
         self._fresh_since = reconcile_since if record.launch_sequence == 0 else None
         try:
             while not record.done:
+                slept = transaction.next_action(record).kind is transaction.ActionKind.SLEEP
                 record = self._step(key, record, task_yaml, infra, secrets, before_post)
-                # every later lookup takes only answers read after this step's effect
-                self._fresh_since = self._clock.now()
+                if not slept:  # a sleep acts on nothing: answers read during it may serve
+                    # every later lookup takes only answers read after this step's effect
+                    self._fresh_since = self._clock.now()
         except KeyboardInterrupt:
             # an interrupt inside a step (e.g. during the POST) lands after that step's own
             # checkpoints: end from the latest durable record, never from an older one
@@ -455,7 +458,9 @@ class LaunchDriver:
                 )
             finally:
                 self._keep(key, log)
-            record = transaction.on_launched(record, outcome, now=clock.now())
+            # issue 19: with shared reads, the id comes from the next tick's read (settle)
+            settle = self._tick if self._shared is not None else 0.0
+            record = transaction.on_launched(record, outcome, now=clock.now(), settle_delay=settle)
             self.checkpoint(key, record)  # the request id (or the error) is durable
             return record
         if kind is transaction.ActionKind.CHECK_REQUEST:
@@ -477,7 +482,10 @@ class LaunchDriver:
                 self._keep(key, log)
             return transaction.on_request(record, check, now=clock.now(), jitter=clock.jitter())
         if kind is transaction.ActionKind.SLEEP:
-            clock.sleep(action.delay)
+            if record.phase is Phase.RECONCILE_AFTER_LAUNCH:
+                self.idle(action.delay)  # the settle: keep the next launch's window meanwhile
+            else:
+                clock.sleep(action.delay)
             return transaction.on_slept(record, now=clock.now())
         raise AssertionError(f"unexpected action {kind}")  # FINISH only when done
 

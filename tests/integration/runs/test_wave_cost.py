@@ -27,7 +27,8 @@ import pytest
 from npa_infra.skypilot.isolation import IsolatedDir
 from npa_infra.skypilot.models import LaunchResult, QueueResult
 from npa_infra.skypilot.skycli import SkyCli
-from tests.integration.runs.world import World
+from tests.integration.runs.world import World, make_world
+from tests.support.fakekube import FakeKube
 
 WAVES = 3
 
@@ -63,8 +64,10 @@ class _Marked(SkyCli):
         return super().launch(task_yaml, **kwargs)
 
 
-def _run(world: World, tmp_path: Path, statuses: list[str]) -> tuple[Any, list[tuple[str, float]]]:
-    world.faults({"command": "jobs.launch", "action": "timeline", "statuses": statuses})
+def _run(
+    world: World, tmp_path: Path, statuses: list[str], **timing: Any
+) -> tuple[Any, list[tuple[str, float]]]:
+    world.faults({"command": "jobs.launch", "action": "timeline", "statuses": statuses, **timing})
     marks: list[tuple[str, float]] = []
 
     def sky(isolated: IsolatedDir, env: Mapping[str, str], _bin: str | None) -> SkyCli:
@@ -133,9 +136,12 @@ def test_serial_waves_failed_background_sample_resets_window_before_launch(
     assert result.status == "SUCCEEDED", result.to_json()
     readyz = [r.time for r in world.fake.calls("GET", r"^/readyz$")]
     launches = [i for i, (kind, _) in enumerate(marks) if kind == "launch"]
-    # wave 1's supervision saw the 503: wave 2 proves the window again (three samples)
-    between = [t for t in readyz if marks[launches[1] - 1][1] < t < marks[launches[1]][1]]
-    assert len(between) == 3
+    # the 503 came while wave 1 ran (the window kept in its idle ticks): wave 2's window
+    # is proven again from zero after it, three samples, some of them in wave 1's idle time
+    failed_at = readyz[3]
+    assert marks[launches[0]][1] < failed_at < marks[launches[1]][1]
+    after = [t for t in readyz if failed_at < t < marks[launches[1]][1]]
+    assert len(after) == 3
     for record in result.transactions:
         (evidence,) = record["readiness"]
         oks = [s for s in evidence["samples"] if s["classification"] == "ok"]
@@ -143,3 +149,46 @@ def test_serial_waves_failed_background_sample_resets_window_before_launch(
         assert len(oks) >= 3 and oks[-1]["at_s"] - oks[0]["at_s"] >= 10.0
         assert evidence["samples"][-1]["classification"] == "ok"
         assert all(s["classification"] == "ok" for s in evidence["samples"])
+
+
+# A job that takes 8 s of work on the controller's clock: PENDING for 2 s, then RUNNING,
+# SUCCEEDED from 8 s on (one timeline step per 2 s of the world's virtual time).
+EIGHT_SECONDS = ["PENDING", "RUNNING", "RUNNING", "RUNNING", "SUCCEEDED"]
+
+
+@pytest.fixture
+def timed_world(tmp_path: Path, fake_kube: FakeKube) -> World:
+    return make_world(tmp_path, fake_kube, sky_time=True)
+
+
+def test_serial_waves_of_timed_jobs_cost_three_sky_processes_each(
+    timed_world: World, tmp_path: Path
+) -> None:
+    # issue 19: the launch; the id from the next shared read, one tick (5 s) later,
+    # which is also the first supervision tick (RUNNING); one more tick sees SUCCEEDED,
+    # and that read is the next wave's reconcile (fresh, inside the run's lock)
+    world = timed_world
+    result, marks = _run(world, tmp_path, EIGHT_SECONDS, clock="seconds", interval=2.0)
+    assert result.status == "SUCCEEDED", result.to_json()
+    kinds = ["launch" if call[1] == "launch" else "queue" for call in world.sim_calls()]
+    per_wave = ["launch", "queue", "queue"]
+    assert kinds == ["queue"] + per_wave * WAVES  # only the run's first launch reads for itself
+    assert sum(1 for kind, _ in marks if kind == "launch") == WAVES
+    for record in result.transactions:
+        (found,) = [r for r in record["reconciliations"] if r["state"] == "found"]
+        assert found["status"] == "RUNNING"  # the id came one tick after the POST, not at once
+
+
+def test_settle_tick_after_launch_keeps_the_next_readiness_window(
+    timed_world: World, tmp_path: Path
+) -> None:
+    # the tick before the id is read is idle time: the readiness window is kept through it
+    world = timed_world
+    result, marks = _run(world, tmp_path, EIGHT_SECONDS, clock="seconds", interval=2.0)
+    assert result.status == "SUCCEEDED", result.to_json()
+    readyz = [r.time for r in world.fake.calls("GET", r"^/readyz$")]
+    launches = [i for i, (kind, _) in enumerate(marks) if kind == "launch"]
+    for index in launches[1:]:
+        ended = marks[index - 1]
+        between = [t for t in readyz if ended[1] < t < marks[index][1]]
+        assert len(between) == 1  # one fresh sample after the previous wave's last read

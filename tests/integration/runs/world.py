@@ -36,6 +36,9 @@ class VirtualClock:
 
     t: float = 1_800_000_000.0
     slept: list[float] = field(default_factory=list)
+    # where the simulator reads the time (``$SKYSIM_CLOCK_FILE``): its ``seconds``
+    # timelines then move with this clock, as a real controller's jobs move in real time
+    publish: Path | None = None
 
     def now(self) -> float:
         self.t += 0.001  # strictly increasing, like a real clock
@@ -44,6 +47,10 @@ class VirtualClock:
     def sleep(self, seconds: float) -> None:
         self.slept.append(seconds)
         self.t += max(seconds, 0.0)
+        if self.publish is not None:
+            tmp = self.publish.with_name(self.publish.name + ".tmp")
+            tmp.write_text(repr(self.t), encoding="utf-8")
+            tmp.replace(self.publish)  # a reader sees the old time or the new, never half
 
     def clock(self) -> Clock:
         return Clock(self.now, self.sleep, lambda: 0.5)
@@ -118,8 +125,15 @@ class World:
 
 
 def make_world(
-    tmp_path: Path, fake: FakeKube, *, pods: bool = False, runner: Runner | None = None
+    tmp_path: Path,
+    fake: FakeKube,
+    *,
+    pods: bool = False,
+    runner: Runner | None = None,
+    sky_time: bool = False,
 ) -> World:
+    """``sky_time``: the simulator's clock is the world's virtual clock, so jobs scripted
+    on ``seconds`` (``{"clock": "seconds", "interval": ...}``) run while npa sleeps."""
     state_dir = tmp_path / "sky-server"
     state_dir.mkdir(parents=True)
     env = {
@@ -136,4 +150,10 @@ def make_world(
     if pods:
         env.update(kube_env(fake, CONTEXT))
     (tmp_path / "home").mkdir()
-    return World(tmp_path, fake, harness.write_wrapper(tmp_path), env, pods=pods, runner=runner)
+    clock = VirtualClock()
+    if sky_time:
+        clock.publish = tmp_path / "sky-clock"
+        clock.sleep(0.0)  # the simulator's time starts where the world's does
+        env["SKYSIM_CLOCK_FILE"] = str(clock.publish)
+    wrapper = harness.write_wrapper(tmp_path)
+    return World(tmp_path, fake, wrapper, env, clock=clock, pods=pods, runner=runner)

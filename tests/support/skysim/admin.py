@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 
-from . import jobs, render
+from . import jobs, render, store
 from .commands import controllers_up, visible_jobs
 from .session import Exit, Session, usage
 
@@ -37,8 +37,8 @@ def _refusal(rows: list[dict[str, Any]]) -> Exit:
     )
 
 
-def _in_progress_rows(state: dict[str, Any], owner: str) -> list[dict[str, Any]]:
-    tick, now = state["tick"], time.time()
+def _in_progress_rows(state: dict[str, Any], owner: str, now: float) -> list[dict[str, Any]]:
+    tick = state["tick"]
     rows = []
     for job in visible_jobs(state, tick):
         if jobs.controller_of(job) != owner:  # every user's jobs on this controller count
@@ -75,7 +75,7 @@ def down(session: Session, a: argparse.Namespace) -> int:
     owner = name[len(CONTROLLER_PREFIX) :]
     with session.transaction() as state:
         exists = owner in controllers_up(state)
-        rows = _in_progress_rows(state, owner) if exists else []
+        rows = _in_progress_rows(state, owner, store.now(session.env)) if exists else []
     if not exists:  # as recorded from 0.12.2 (real/down_controller_absent.txt)
         session.say(
             f"Cluster(s) not found: {render.BOLD}{name}{render.RESET}.",

@@ -85,7 +85,7 @@ def _create(session: Session, state: store.State, spec: dict[str, Any]) -> jobs.
         "controller": session.user,
         "execution": spec["execution"],
         "tasks": [{**t, "timeline": tl} for t, tl in zip(spec["tasks"], timelines, strict=True)],
-        "submitted_at": time.time(),
+        "submitted_at": store.now(session.env),
         "start_tick": visible,
         "visible_from_tick": visible,
         "clock": rule.get("clock", "calls"),
@@ -105,10 +105,9 @@ def _create(session: Session, state: store.State, spec: dict[str, Any]) -> jobs.
     return job
 
 
-def _run_to_end(job: jobs.Job, tick: int) -> str:
+def _run_to_end(job: jobs.Job, tick: int, now: float) -> str:
     """A synchronous launch without -d follows the job: jump its timeline to the end."""
     bound = sum(len(t["timeline"]) for t in job["tasks"]) + 1
-    now = time.time()
     for step in range(bound):
         job["start_tick"] = tick - step
         status = jobs.job_status(job, tick, now)
@@ -166,7 +165,7 @@ def launch(session: Session, a: argparse.Namespace) -> int:
                     "job_id": None,
                     "user_hash": session.user,
                     "user_name": store.user_name(session.env),
-                    "created_at": time.time(),
+                    "created_at": store.now(session.env),
                     "cancelled": False,
                     "failed": faults.error_text(failing, port=session.port, command="jobs.launch"),
                 }
@@ -177,7 +176,7 @@ def launch(session: Session, a: argparse.Namespace) -> int:
         job = _create(session, state, spec)
         final = None
         if not a.async_call and not a.detach_run:
-            final = _run_to_end(job, state["tick"])
+            final = _run_to_end(job, state["tick"], store.now(session.env))
         if a.async_call:
             state["requests"].append(
                 {
@@ -186,7 +185,7 @@ def launch(session: Session, a: argparse.Namespace) -> int:
                     "job_id": job["job_id"],
                     "user_hash": session.user,
                     "user_name": store.user_name(session.env),
-                    "created_at": time.time(),
+                    "created_at": store.now(session.env),
                     "cancelled": False,
                 }
             )
@@ -219,7 +218,7 @@ def queue(session: Session, a: argparse.Namespace) -> int:
         fields |= jobs.VERBOSE_FIELDS
     if a.all_users:
         fields |= {"user_name", "user_hash"} if a.verbose else {"user_name"}
-    now = time.time()
+    now = store.now(session.env)
     with session.transaction() as state:
         tick = state["tick"]
         up = controller_up(state, session.user, a.all_users)
@@ -335,7 +334,7 @@ def cancel(session: Session, a: argparse.Namespace) -> int:
         )
         session.confirm(f"Cancelling managed job(s) {what}. Proceed?")
     session.begin("jobs.cancel")
-    now = time.time()
+    now = store.now(session.env)
     delay, delay_seconds = _cancel_delay(session)
     with session.transaction() as state:
         if not controller_up(state, session.user, a.all_users):
@@ -385,7 +384,7 @@ def cancel(session: Session, a: argparse.Namespace) -> int:
 # -- logs ----------------------------------------------------------------------
 def logs(session: Session, a: argparse.Namespace) -> int:
     session.begin("jobs.logs")
-    now = time.time()
+    now = store.now(session.env)
     with session.transaction() as state:
         if not controller_up(state, session.user, False):
             raise cluster_not_up()
@@ -430,7 +429,11 @@ def _follow_to_end(session: Session, job_id: int) -> str:
     while True:
         with session.transaction() as state:
             found = [j for j in state["jobs"] if j["job_id"] == job_id]
-            status = jobs.job_status(found[0], state["tick"], time.time()) if found else "FAILED"
+            status = (
+                jobs.job_status(found[0], state["tick"], store.now(session.env))
+                if found
+                else "FAILED"
+            )
         if status in jobs.TERMINAL or time.time() >= deadline:
             return status
         time.sleep(0.05)

@@ -19,6 +19,7 @@ __all__ = [
     "STATE_NAME",
     "empty_state",
     "load",
+    "now",
     "state_dir",
     "transaction",
     "user_hash",
@@ -37,6 +38,25 @@ def state_dir(env: Mapping[str, str]) -> str:
         return explicit
     base = env.get("SKY_RUNTIME_DIR") or env.get("HOME") or os.path.expanduser("~")
     return os.path.join(os.path.expanduser(base), ".sky")
+
+
+def now(env: Mapping[str, str]) -> float:
+    """The simulated server's time: the test's virtual clock when ``$SKYSIM_CLOCK_FILE``
+    names one (a file holding seconds since the epoch), else the wall clock.
+
+    Jobs whose timeline runs on ``seconds`` then move as the caller's clock moves, as
+    a real controller's jobs move in real time, while the caller sleeps for free.
+    """
+    path = env.get("SKYSIM_CLOCK_FILE")
+    if path:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                return float(handle.read())
+        except (OSError, ValueError):
+            pass  # not written yet: the wall clock
+    import time
+
+    return time.time()
 
 
 def empty_state() -> State:

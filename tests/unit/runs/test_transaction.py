@@ -341,6 +341,37 @@ def test_on_launched_error_records_first_failure(
     )
 
 
+def test_on_launched_accepted_with_settle_delay_sleeps_before_the_lookup() -> None:
+    # issue 19: a supervised launch takes its id from the next shared tick's read
+    record = transaction.on_launched(intent(), ACCEPTED, now=T0 + 1, settle_delay=5.0)
+    assert transaction.next_action(record) == Action(ActionKind.SLEEP, delay=5.0)
+    with pytest.raises(InvariantError):  # no lookup before the settle is slept
+        transaction.on_reconciled(record, ABSENT, now=T0 + 2)
+    slept = transaction.on_slept(record, now=T0 + 6)
+    assert (slept.phase, slept.poll_delay, slept.request_settled) == (
+        Phase.RECONCILE_AFTER_LAUNCH,
+        0.0,
+        False,
+    )
+    assert transaction.next_action(slept) == Action(ActionKind.RECONCILE)
+    done = transaction.on_reconciled(slept, found(), now=T0 + 7)
+    assert done.recovery_decision is RecoveryDecision.SUBMITTED_AND_RECONCILED
+
+
+def test_on_launched_failed_ignores_settle_delay() -> None:
+    record = transaction.on_launched(intent(), TRANSIENT_ERROR, now=T0 + 1, settle_delay=5.0)
+    assert transaction.next_action(record) == Action(ActionKind.RECONCILE)
+
+
+def test_interrupt_while_settling_blocks_indeterminate() -> None:
+    # the request was accepted and may be live: nothing proves absence
+    record = transaction.on_launched(intent(), ACCEPTED, now=T0 + 1, settle_delay=5.0)
+    stopped = transaction.on_interrupted(record, now=T0 + 2)
+    assert stopped.recovery_decision is RecoveryDecision.BLOCK_INDETERMINATE
+    again = transaction.reenter(record, now=T0 + 3)
+    assert (again.phase, again.poll_delay) == (Phase.RECONCILE_AFTER_LAUNCH, 0.0)
+
+
 def test_on_launched_accepted_without_request_id_raises() -> None:
     with pytest.raises(InvariantError):
         transaction.on_launched(intent(), LaunchOutcome(accepted=True), now=T0)

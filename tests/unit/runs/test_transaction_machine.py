@@ -330,7 +330,11 @@ class LaunchTransactionMachine(RuleBasedStateMachine):
             outcome = LaunchOutcome(accepted=False, error=text, category=category)
         if not outcome.accepted:
             self._feed(classifier.classify(outcome.error, ClassifierPhase.LAUNCH))
-        self.record = transaction.on_launched(self.record, outcome, now=self.now)
+        # issue 19: a supervised launch takes its id from the next shared tick's read
+        settle = data.draw(st.sampled_from((0.0, 5.0)))
+        self.record = transaction.on_launched(
+            self.record, outcome, now=self.now, settle_delay=settle
+        )
 
     def _feed(self, category: Category) -> None:
         """Remember that the world reported a failure no retry may follow."""
