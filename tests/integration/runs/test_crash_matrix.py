@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.integration.runs.crash import KILLED, count_writes, run_killed_after
+from tests.integration.runs.supervised import single_wave_spec
 from tests.integration.runs.world import ROOT, World, make_world
 from tests.support.fakekube import FakeKube
 
@@ -70,6 +71,38 @@ def _names(world: World) -> dict[str, int]:
 def test_crash_after_every_journal_step_resume_keeps_one_job_per_attempt(
     tmp_path: Path, fake_kube: FakeKube, mode: str, rules: list[dict[str, Any]], allowed: set[int]
 ) -> None:
+    _crash_matrix(tmp_path, fake_kube, SPEC, mode, rules, allowed)
+
+
+# A supervised (runtime) wave adds the settle tick between the accepted launch and the
+# id's lookup (issue 19) and the supervision writes after it: a crash after each of them.
+FINISHES = {"command": "jobs.launch", "action": "timeline", "statuses": ["PENDING", "SUCCEEDED"]}
+RUNTIME_MODES = [
+    (mode, [*rules, FINISHES], allowed)
+    for mode, rules, allowed in MODES
+    if mode in ("clean", "server-after-accept", "delayed-appearance")
+]
+
+
+@pytest.mark.parametrize(
+    ("mode", "rules", "allowed"), RUNTIME_MODES, ids=[m[0] for m in RUNTIME_MODES]
+)
+def test_crash_after_every_journal_step_of_a_supervised_wave_keeps_one_job(
+    tmp_path: Path, fake_kube: FakeKube, mode: str, rules: list[dict[str, Any]], allowed: set[int]
+) -> None:
+    spec = single_wave_spec(tmp_path / "spec")
+    _crash_matrix(tmp_path, fake_kube, spec, mode, rules, allowed)
+
+
+def _crash_matrix(
+    tmp_path: Path,
+    fake_kube: FakeKube,
+    spec: Path,
+    mode: str,
+    rules: list[dict[str, Any]],
+    allowed: set[int],
+) -> None:
+    SPEC = spec  # the scenario's spec, under the module's name for it
     probe = make_world(tmp_path / "probe", fake_kube)
     probe.faults(*rules)
     _, labels = count_writes(lambda: probe.submit(SPEC, run_id=RUN))

@@ -93,6 +93,10 @@ class ReadyzAnswer:
     status: int = 200
     delay: float = 0.0
     drop: bool = False
+    # ("hold", reached, release): the request sets ``reached``, then waits (at most
+    # HOLD_LIMIT s) for the test to set ``release``, then answers ``status`` 200
+    reached: threading.Event | None = None
+    release: threading.Event | None = None
 
 
 def _answer(item: object) -> ReadyzAnswer:
@@ -106,6 +110,11 @@ def _answer(item: object) -> ReadyzAnswer:
         return ReadyzAnswer()
     if item in ("drop", "reset"):
         return ReadyzAnswer(drop=True)
+    if isinstance(item, tuple) and len(item) == 3 and item[0] == "hold":
+        reached, release = item[1], item[2]
+        if not isinstance(reached, threading.Event) or not isinstance(release, threading.Event):
+            raise FakeKubeError(f"unknown readyz answer {item!r}")
+        return ReadyzAnswer(reached=reached, release=release)
     if isinstance(item, tuple) and len(item) in (2, 3) and item[0] == "delay":
         status = item[2] if len(item) == 3 else 200
         return ReadyzAnswer(status=int(status), delay=float(item[1]))

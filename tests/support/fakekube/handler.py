@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["ANONYMOUS", "Handler"]
 
 ANONYMOUS = "system:anonymous"
+HOLD_LIMIT = 60.0  # a held /readyz answers anyway after this long (a test that forgot)
 _INVALID = object()
 
 
@@ -193,6 +194,9 @@ class Handler(BaseHTTPRequestHandler):
         if kind == "readyz" and len(parts) == 1:
             answer = self.backend.readyz.next()
             time.sleep(answer.delay)
+            if answer.reached is not None and answer.release is not None:
+                answer.reached.set()  # the test's event: the request is being held now
+                answer.release.wait(HOLD_LIMIT)
             if answer.drop:
                 raise _Reset
             if answer.status == 429:
