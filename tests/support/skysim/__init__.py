@@ -24,7 +24,9 @@ so concurrent invocations are safe.
 
 Time is simulated: every ``jobs queue`` call advances a global tick, and a
 job's tasks follow their timeline one step per tick (or one step per
-``interval`` seconds when a timeline rule asks for the wall clock).
+``interval`` seconds when a timeline rule asks for ``seconds``). Seconds are
+the wall clock's, or, when ``$SKYSIM_CLOCK_FILE`` names a file, the time it
+holds: a test's virtual clock, so a job does its work while npa sleeps.
 
 Faults come from the JSON file named by ``$SKYSIM_FAULTS`` (else
 ``<dir>/faults.json``): a list of rules ``{"command": "jobs.launch", "nth": 2,
