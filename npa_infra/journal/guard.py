@@ -31,7 +31,15 @@ could smuggle a value past rule (a).
 
 ``bind`` is the journal's one gate from Python values to SQLite parameters:
 it checks every text parameter and every ``Json`` parameter, then encodes
-the latter as canonical JSON (sorted keys, no NaN).
+the latter as canonical JSON (sorted keys, no NaN). A ``Json`` value is first
+checked on the text that will be stored: when that text is ASCII, holds no
+key word (``SECRET_KEY``'s words or an allowed key's name, in any case) and no
+registered secret value as JSON encodes it, neither rule can refuse it, and the
+walk is skipped; anything else is walked. Every key and string is stored
+verbatim in that text with JSON's character-by-character escaping, so this
+is exact for the bytes that reach the file (a key that is not a string is
+judged as stored: ``True`` as ``true``). Issue 19: most launch-record
+checkpoints hold no key word, and walking each one cost more than encoding it.
 
 A refusal raises ``InvariantError``: handing a secret to the journal is a
 bug in the caller. The message names the key path and never the value; a
@@ -59,7 +67,8 @@ __all__ = [
     "usable_secrets",
 ]
 
-SECRET_KEY = re.compile(r"secret|password|passwd|credential|token|access_key|private_key", re.I)
+_SECRET_WORDS = ("secret", "password", "passwd", "credential", "token", "access_key", "private_key")
+SECRET_KEY = re.compile("|".join(_SECRET_WORDS), re.I)
 ALLOWED_KEYS = frozenset(
     {
         "imagePullSecrets",
@@ -74,6 +83,8 @@ ALLOWED_KEYS = frozenset(
 )
 MIN_SECRET_LENGTH = 4
 _REDACTED = "<redacted>"
+# The words whose absence from a value's stored text proves no key is looked at (rule a).
+_KEY_WORDS = (*_SECRET_WORDS, *sorted(k.lower() for k in ALLOWED_KEYS))
 
 
 def usable_secrets(values: Iterable[str]) -> tuple[str, ...]:
@@ -107,22 +118,50 @@ def bind(
             message names ``<label>.<parameter>`` and the key path.
     """
     secrets = usable_secrets(secret_values)
+    stored = tuple(_dumps(secret)[1:-1] for secret in secrets)  # as each appears in JSON text
     bound: dict[str, object] = {}
     for name, value in params.items():
         where = f"{label}.{name}"
-        if isinstance(value, Json | str):
-            _walk(value.value if isinstance(value, Json) else value, where, secrets)
-        bound[name] = _encode(value.value, where) if isinstance(value, Json) else value
+        if isinstance(value, Json):
+            bound[name] = _guarded_json(value.value, where, secrets, stored)
+            continue
+        if isinstance(value, str):
+            _walk(value, where, secrets)
+        bound[name] = value
     return bound
 
 
-def _encode(value: object, where: str) -> str:
+def _dumps(value: object) -> str:
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+
+
+def _guarded_json(
+    value: object, where: str, secrets: tuple[str, ...], stored: tuple[str, ...]
+) -> str:
+    """The canonical JSON text of ``value``, walked unless the text itself proves it clean."""
     try:
-        return json.dumps(
-            value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-        )
+        text = _dumps(value)
     except (TypeError, ValueError) as exc:
+        _walk(value, where, secrets)  # a secret is reported before the encoding failure
         raise InvariantError(f"cannot journal {where}: not JSON ({type(exc).__name__})") from None
+    if not _clean(text, stored):
+        _walk(value, where, secrets)
+    return text
+
+
+def _clean(text: str, stored: tuple[str, ...]) -> bool:
+    """True when ``text`` holds no registered secret value and no key word: no rule can refuse it.
+
+    ASCII only: there, ``lower`` finds exactly what ``SECRET_KEY``'s ``re.I`` matches; outside
+    it, ``re.I`` also matches the long s to ``s`` and the dotless i to ``i``, which ``lower``
+    keeps as they are.
+    """
+    if not text.isascii():
+        return False
+    lowered = text.lower()
+    return not any(word in lowered for word in _KEY_WORDS) and not any(s in text for s in stored)
 
 
 def fingerprint(pairs: Mapping[str, str]) -> str:

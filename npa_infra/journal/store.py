@@ -232,6 +232,13 @@ class Journal:
         sql = "SELECT * FROM waves WHERE run_id = ? ORDER BY wave_index"
         return [WaveRow.from_row(r) for r in self._read(sql, (run_id,))]
 
+    def wave(self, run_id: str, wave_index: int) -> WaveRow | None:
+        """One wave, read by its key: a wave's own step reads one row, never all of the
+        run's (issue 19: a K-wave run read O(K²) wave rows)."""
+        sql = "SELECT * FROM waves WHERE run_id = ? AND wave_index = ?"
+        rows = self._read(sql, (run_id, wave_index))
+        return WaveRow.from_row(rows[0]) if rows else None
+
     def update_wave(
         self,
         run_id: str,

@@ -100,9 +100,7 @@ def launch_wave(
     key = AttemptKey(request.run_id, wave_index, number)
     now = clock.now()
     if creating:
-        if not journal.waves(request.run_id) or all(
-            w.wave_index != wave_index for w in journal.waves(request.run_id)
-        ):
+        if journal.wave(request.run_id, wave_index) is None:
             journal.upsert_wave(
                 WaveRow(
                     run_id=request.run_id,

@@ -126,7 +126,7 @@ def slot_conflict(
     journaled under another numbering (before JobGroup batches had their own
     positions) must not have one job's launch adopted as another's.
     """
-    found = next((w for w in journal.waves(run_id) if w.wave_index == index), None)
+    found = journal.wave(run_id, index)
     if found is None or found.name == job.job_name:
         return None
     return UncertainOutcomeError(

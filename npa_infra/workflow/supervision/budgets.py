@@ -28,10 +28,10 @@ def load(request: LiveRequest, journal: Journal, index: int, now: float) -> dict
     ``*_left`` is what may still be spent, ``*_total`` the budget the wave was
     given (``status`` reports both; a journal from before totals has only ``*_left``).
     """
-    for wave in journal.waves(request.run_id):
-        if wave.wave_index == index and "retries_left" in wave.budgets:
-            stored = {k: int(v) for k, v in wave.budgets.items() if isinstance(v, int)}
-            return _extended(request, journal, index, stored, now) if request.resume else stored
+    wave = journal.wave(request.run_id, index)  # by key: one row, whatever the run's length
+    if wave is not None and "retries_left" in wave.budgets:
+        stored = {k: int(v) for k, v in wave.budgets.items() if isinstance(v, int)}
+        return _extended(request, journal, index, stored, now) if request.resume else stored
     retries = int(request.extra.get("retries") or 0)
     recoveries = int(request.extra.get("max_infrastructure_recoveries", 1))
     budgets = {

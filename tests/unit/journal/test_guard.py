@@ -171,3 +171,115 @@ def test_fingerprint_is_16_hex_of_sorted_name_value_lines() -> None:
     assert guard.fingerprint(dict(reversed(pairs.items()))) == expected
     assert guard.fingerprint({**pairs, "HF_TOKEN": "other"}) != expected
     assert len(guard.fingerprint({})) == 16
+
+
+# bind checks a JSON value on its stored text first and walks it only when that text
+# may hold a key word or a secret (issue 19); these keys and secrets exercise the edges:
+# allowed keys and their shapes, key words in any case, a key word matched only outside
+# ASCII (re.I matches the long s and the dotless i to "s" and "i", which lower() keeps), and
+# secrets that JSON escapes.
+_edge_keys = st.sampled_from(
+    [
+        *sorted(guard.ALLOWED_KEYS),
+        "api_token",
+        "DB_PASSWORD",
+        "To\u212aen",
+        "\u017fecret",
+        "credent\u0131al",
+        "x",
+    ]
+)
+_edge_secrets = st.sampled_from(
+    [CANARY, 'qu"ote', "back\\slash", "new\nline", "tab\tbed", "\u212akelvin", "caf\u00e9s"]
+)
+_mixed_values = st.recursive(
+    _scalars | _edge_secrets,
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(_keys | _edge_keys | _edge_secrets, children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+def _outcome(call: Any) -> tuple[str, str]:
+    try:
+        return "stored", str(call())
+    except InvariantError as exc:
+        return "refused", str(exc)
+
+
+def _same_as_walk(value: Any, secrets: list[str]) -> tuple[str, str]:
+    def walked() -> str:
+        guard.check(value, secrets, path="step.j")
+        return json.dumps(
+            value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        )
+
+    bound = _outcome(lambda: guard.bind({"j": guard.Json(value)}, secrets, label="step")["j"])
+    assert bound == _outcome(walked)
+    return bound
+
+
+@given(_mixed_values, st.lists(_edge_secrets, max_size=3), st.data())
+def test_bind_json_verdict_same_as_full_walk(value: Any, secrets: list[str], data: Any) -> None:
+    if data.draw(st.booleans()):
+        value = _plant(value, data)
+        secrets = [*secrets, CANARY]
+    _same_as_walk(value, secrets)
+
+
+@pytest.mark.parametrize(
+    ("value", "secrets"),
+    [
+        ({"To\u212aen": 1}, []),
+        ({"\u017fecret_key": 1}, []),
+        ({"a": {"credent\u0131al": "x"}}, []),
+        ({"values_persisted": 5}, []),
+        ({"values_persisted": {"a": 1}}, []),
+        ({"k": 'a qu"ote'}, ['qu"ote']),
+        ({"k": ["x", "new\nline"]}, ["new\nline"]),
+        ({"back\\slash": 1}, ["back\\slash"]),
+        ({"\u212akelvin": 1}, ["\u212akelvin"]),
+    ],
+    ids=[
+        "kelvin key word",
+        "long s key word",
+        "dotless i key word",
+        "allowed key number",
+        "allowed key mapping",
+        "quote",
+        "newline",
+        "backslash key",
+        "non-ascii secret key",
+    ],
+)
+def test_bind_json_edge_refused_as_full_walk(value: Any, secrets: list[str]) -> None:
+    verdict, _ = _same_as_walk(value, secrets)
+    assert verdict == "refused"
+
+
+@pytest.mark.parametrize(
+    ("value", "walked"),
+    [
+        ({"state": "launching", "samples": [{"at_s": 1.0, "status": 200}]}, False),
+        ({"state": "launching", "note": "the token expired"}, True),  # a key word in a value
+        ({"secret_names": ["HF_TOKEN"]}, True),
+        ({"detail": "caf\u00e9"}, True),  # not ASCII
+        ({"detail": f"x{CANARY}"}, True),
+    ],
+    ids=["clean", "word in value", "allowed key", "non-ascii", "secret"],
+)
+def test_bind_json_walks_only_text_that_may_be_refused(
+    value: dict[str, Any], walked: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    walks: list[str] = []
+    walk = guard._walk
+
+    def counting(obj: object, path: str, secrets: tuple[str, ...]) -> None:
+        walks.append(path)
+        walk(obj, path, secrets)
+
+    monkeypatch.setattr(guard, "_walk", counting)
+    _outcome(lambda: guard.bind({"j": guard.Json(value)}, [CANARY], label="step"))
+    assert bool(walks) is walked

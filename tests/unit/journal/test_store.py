@@ -110,6 +110,21 @@ def test_update_wave_changes_status_and_replaces_budgets(journal: Journal) -> No
     assert (wave.status, wave.budgets, wave.updated_at) == ("succeeded", {"retries": 3}, 5.0)
 
 
+def test_wave_by_key_reads_its_row_as_another_writer_left_it(journal: Journal, home: Path) -> None:
+    journal.create_run(a_run())
+    journal.create_run(a_run("r2"))
+    journal.upsert_wave(a_wave(index=0))
+    journal.upsert_wave(a_wave(index=1, name="eval"))
+    journal.upsert_wave(a_wave("r2", index=1, name="other"))
+    assert journal.wave("r1", 1) == journal.waves("r1")[1]
+    assert journal.wave("r1", 2) is None and journal.wave("ghost", 0) is None
+    with Journal.open(home) as other:  # another process's connection: never cached over
+        other.update_wave("r1", 1, status="succeeded", budgets={"retries_left": 0}, now=7.0)
+    found = journal.wave("r1", 1)
+    assert found is not None
+    assert (found.name, found.status, found.budgets) == ("eval", "succeeded", {"retries_left": 0})
+
+
 def test_wave_unknown_run_or_wave_is_a_bug(journal: Journal) -> None:
     with pytest.raises(InvariantError, match="FOREIGN KEY"):
         journal.upsert_wave(a_wave("ghost"))
