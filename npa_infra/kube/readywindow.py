@@ -37,7 +37,7 @@ from enum import StrEnum
 
 from npa_infra.errors import InvariantError
 
-__all__ = ["Answer", "Reason", "WindowDecision", "decide", "streak"]
+__all__ = ["Answer", "Reason", "WindowDecision", "decide", "proving_tail", "streak"]
 
 
 class Reason(StrEnum):
@@ -120,3 +120,19 @@ def decide(
     if now - last.at > interval:
         return WindowDecision(False, Reason.STALE, now, len(run))
     return WindowDecision(True, Reason.PROVEN, last.at + interval, len(run))
+
+
+def proving_tail(ats: Sequence[float], *, successes: int = 3, window: float = 10.0) -> int:
+    """How many of a proven streak's latest answers (``ats``, oldest first) prove the window.
+
+    The fewest trailing answers, at least ``successes``, spanning at least ``window``: the
+    evidence a launch records, so a streak kept across many waves does not grow every
+    record (issue 19). All of them when no shorter tail proves it.
+    """
+    if not ats:
+        return 0
+    last = ats[-1]
+    for count in range(successes, len(ats) + 1):
+        if last - ats[-count] >= window:
+            return count
+    return len(ats)

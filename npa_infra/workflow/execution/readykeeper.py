@@ -163,8 +163,15 @@ class ReadinessKeeper:
     def _answer(
         self, verdict: readiness.Verdict, decision: readywindow.WindowDecision, first: int
     ) -> GateAnswer:
-        # the evidence: the streak that proved the window (or the gate's own samples)
-        since = min(len(self._taken) - decision.streak, first) if decision.streak else first
+        # the evidence: the streak's tail that proves the window (or the gate's own samples)
+        proving = decision.streak
+        if verdict is readiness.Verdict.READY and proving:
+            ats = [sample.at for sample, _ in self._taken[len(self._taken) - proving :]]
+            policy = self._policy
+            proving = readywindow.proving_tail(
+                ats, successes=policy.successes, window=policy.window
+            )
+        since = min(len(self._taken) - proving, first) if proving else first
         kept = self._taken[max(0, since) :]
         origin = kept[0][0].at
         reason = _REASONS[verdict]

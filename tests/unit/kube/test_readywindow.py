@@ -6,7 +6,7 @@ import pytest
 from hypothesis import example, given
 
 from npa_infra.errors import InvariantError
-from npa_infra.kube.readywindow import Answer, Reason, decide, streak
+from npa_infra.kube.readywindow import Answer, Reason, decide, proving_tail, streak
 from tests.strategies import readiness_answers
 
 OK, BAD = True, False
@@ -116,3 +116,35 @@ def test_decide_due_never_before_last_answer_unless_sample_now(
         assert decision.due == now
     else:
         assert answers and decision.due >= answers[-1].at + 5.0
+
+
+@pytest.mark.parametrize(
+    ("ats", "expected"),
+    [
+        ([], 0),
+        ([0.0, 5.0, 10.0], 3),
+        ([0.0, 5.0, 10.0, 15.0, 20.0], 3),
+        ([0.0, 4.0, 8.0, 12.0], 4),  # three span 8 s: the fourth is needed
+        ([0.0, 1.0], 2),  # nothing shorter proves it: all of them
+    ],
+)
+def test_proving_tail_is_the_fewest_latest_answers_spanning_the_window(
+    ats: list[float], expected: int
+) -> None:
+    assert proving_tail(ats, successes=3, window=10.0) == expected
+
+
+@given(readiness_answers())
+@example(([Answer(t, True) for t in (0.0, 4.0, 8.0, 12.0, 16.0, 20.0)], 20.0))
+def test_proving_tail_of_a_proven_streak_still_proves_it(drawn: tuple[list[Answer], float]) -> None:
+    answers, _ = drawn
+    run = streak(answers, max_gap=15.0)
+    decision = decide(run, now=run[-1].at if run else 0.0)
+    if not decision.proven:
+        return
+    count = proving_tail([a.at for a in run])
+    tail = run[len(run) - count :]
+    assert 3 <= count <= len(run)
+    assert decide(tail, now=tail[-1].at).proven
+    if count > 3:  # one fewer would not span the window
+        assert tail[-1].at - tail[1].at < 10.0

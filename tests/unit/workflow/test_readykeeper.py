@@ -91,3 +91,18 @@ def test_idle_samples_one_per_interval() -> None:
     keeper.idle(30.0)
     assert cluster.calls.count("readyz") == keeper.requests == 6  # 0, 5, ..., 25 s
     assert abs(sum(clock.slept) - 30.0) < 1e-9
+
+
+def test_gate_after_a_long_kept_streak_records_only_the_proving_tail() -> None:
+    # issue 19: a window kept through many waves is a long streak; each launch's evidence
+    # holds the fewest latest samples that prove it, so records do not grow wave by wave
+    cluster = FakeCluster("ctx")
+    keeper, _ = _keeper(cluster)
+    keeper.idle(100.0)  # twenty-one samples, one per 5 s
+    assert cluster.calls.count("readyz") > 10
+    evidence, samples, _, _ = keeper.gate(cluster)  # type: ignore[arg-type]
+    assert evidence is Evidence.READY
+    kept = samples[0]["samples"]
+    assert len(kept) == 3  # three successes spanning 10 s, the last one fresh
+    assert kept[-1]["at_s"] - kept[0]["at_s"] >= 10.0
+    assert all(s["classification"] == "ok" for s in kept)
