@@ -50,6 +50,12 @@ def select(
 
     ``root`` holds ``stacks/``: the working directory unless given (as submit reads stacks).
     """
+    if stack is None and project is None:
+        # projects.resolve rule 1: nothing selected, whatever the context; decided without
+        # loading the resolver and the project entries (submit --plan-only, issue 19)
+        from npa_infra.projects.models import Selection
+
+        return Selection()
     import os
 
     from npa_infra.errors import NpaError

@@ -14,17 +14,21 @@ import-linter layers; it talks only to the local file system and SQLite.
 
 from __future__ import annotations
 
-from npa_infra.journal.guard import fingerprint
-from npa_infra.journal.lock import RunLock, lock_path
-from npa_infra.journal.records import (
-    AttemptRow,
-    EventRow,
-    RunMode,
-    RunRow,
-    TransactionRow,
-    WaveRow,
-)
-from npa_infra.journal.store import Journal, journal_path
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from npa_infra.journal.guard import fingerprint
+    from npa_infra.journal.lock import RunLock, lock_path
+    from npa_infra.journal.records import (
+        AttemptRow,
+        EventRow,
+        RunMode,
+        RunRow,
+        TransactionRow,
+        WaveRow,
+    )
+    from npa_infra.journal.store import Journal, journal_path
 
 __all__ = [
     "AttemptRow",
@@ -39,3 +43,26 @@ __all__ = [
     "journal_path",
     "lock_path",
 ]
+
+# Names resolve lazily (PEP 562): importing one submodule (``submit --plan-only`` needs
+# only the store and its rows) does not load the run lock and its socket import (issue 19).
+_HOMES = {
+    "fingerprint": "npa_infra.journal.guard",
+    "RunLock": "npa_infra.journal.lock",
+    "lock_path": "npa_infra.journal.lock",
+    "AttemptRow": "npa_infra.journal.records",
+    "EventRow": "npa_infra.journal.records",
+    "RunMode": "npa_infra.journal.records",
+    "RunRow": "npa_infra.journal.records",
+    "TransactionRow": "npa_infra.journal.records",
+    "WaveRow": "npa_infra.journal.records",
+    "Journal": "npa_infra.journal.store",
+    "journal_path": "npa_infra.journal.store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'npa_infra.journal' has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)

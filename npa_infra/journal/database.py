@@ -8,7 +8,8 @@ The connection runs in autocommit mode (every transaction is an explicit
 ``BEGIN IMMEDIATE`` … ``COMMIT`` in store.py) with ``journal_mode=WAL``,
 ``synchronous=FULL`` (a commit is on disk before it returns, so a SIGKILL or
 power loss keeps every committed step), ``foreign_keys=ON`` and a
-``BUSY_TIMEOUT_S`` wait for other writers; then the schema is migrated.
+``BUSY_TIMEOUT_S`` wait for other writers; then the schema is migrated, under
+``synchronous=NORMAL`` (``_migrate``: the first durable step syncs it too).
 
 ``translate`` is the one place SQLite errors become ours (style.md rule 8):
 result codes that describe the environment (busy, disk full, read-only,
@@ -79,7 +80,7 @@ def connect(path: Path) -> sqlite3.Connection:
         )
         conn.row_factory = sqlite3.Row
         _configure(conn, path)
-        schema.migrate(conn, source=str(path))
+        _migrate(conn, path)
         for sibling in siblings(path)[1:]:
             _make_private(sibling)
     except BaseException as exc:
@@ -183,5 +184,18 @@ def _configure(conn: sqlite3.Connection, path: Path) -> None:
             f"the journal {path} cannot use write-ahead logging (journal_mode={mode})",
             remedy="point NPA_HOME at a local disk; network file systems cannot hold the journal",
         )
-    conn.execute("PRAGMA synchronous = FULL")
     conn.execute("PRAGMA foreign_keys = ON")
+
+
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    """Migrate the schema with ``synchronous = NORMAL``, then set ``FULL`` for every step.
+
+    The migration's commit alone is not synced: in WAL mode NORMAL keeps the file
+    consistent (a migration that a power loss undoes is applied again by the next
+    open), and the next ``FULL`` commit syncs the write-ahead log, and with it the
+    migration's frames, before it returns. So a step a command reports as done never
+    depends on an unsynced migration, and a new journal costs one sync fewer (issue 19).
+    """
+    conn.execute("PRAGMA synchronous = NORMAL")
+    schema.migrate(conn, source=str(path))
+    conn.execute("PRAGMA synchronous = FULL")

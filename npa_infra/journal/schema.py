@@ -2,10 +2,12 @@
 
 ``MIGRATIONS[i]`` takes a database from schema version ``i`` to ``i + 1``;
 ``meta.schema_version`` records how many have been applied (0 for an empty
-file). ``migrate`` applies the missing ones in order, each inside its own
-``BEGIN IMMEDIATE`` transaction that re-reads the version first, so two
+file). ``migrate`` applies the missing ones in order, all inside one
+``BEGIN IMMEDIATE`` transaction that reads the version first, so two
 processes opening a fresh journal at once apply each migration exactly once,
-and a crash mid-migration leaves the previous version intact. A database
+and a crash mid-migration leaves the previous version intact. One
+transaction, not one per version: a new journal is created with one commit
+instead of one per version and a last one to re-read it (issue 19). A database
 whose version is newer than ``len(MIGRATIONS)`` was written by a newer
 npa-infra; it is refused rather than guessed at.
 
@@ -248,36 +250,35 @@ def current_version(conn: sqlite3.Connection) -> int:
 
 
 def migrate(conn: sqlite3.Connection, *, target: int = SCHEMA_VERSION, source: str = "") -> int:
-    """Apply ``MIGRATIONS`` up to ``target``, one transaction each; return the version.
+    """Apply ``MIGRATIONS`` up to ``target`` in one transaction; return the version.
 
     ``conn`` must be in autocommit mode (``isolation_level=None``).
 
     Raises:
         ConfigError: the database is newer than this npa-infra.
     """
-    while True:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            version = current_version(conn)
-            if version > SCHEMA_VERSION:
-                raise ConfigError(
-                    f"the journal {source or '(database)'} has schema version {version}, newer "
-                    f"than this npa-infra understands ({SCHEMA_VERSION})",
-                    remedy="upgrade npa-infra (pip install -U npa-infra) and rerun the command",
-                    details={"schema_version": version, "supported": SCHEMA_VERSION},
-                )
-            if version >= target:
-                conn.execute("COMMIT")
-                return version
-            for statement in statements(MIGRATIONS[version]):
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = current_version(conn)
+        if version > SCHEMA_VERSION:
+            raise ConfigError(
+                f"the journal {source or '(database)'} has schema version {version}, newer "
+                f"than this npa-infra understands ({SCHEMA_VERSION})",
+                remedy="upgrade npa-infra (pip install -U npa-infra) and rerun the command",
+                details={"schema_version": version, "supported": SCHEMA_VERSION},
+            )
+        for step in range(version, target):
+            for statement in statements(MIGRATIONS[step]):
                 conn.execute(statement)
+        if version < target:
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (str(version + 1),),
+                (str(target),),
             )
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return max(version, target)

@@ -7,12 +7,25 @@ YAML text is produced here (pure); writing it to disk is the caller's job.
 
 from __future__ import annotations
 
+import io
+import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
+from yaml.events import (
+    DocumentEndEvent,
+    DocumentStartEvent,
+    Event,
+    MappingEndEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+)
+from yaml.nodes import ScalarNode
 
 from npa_infra.errors import RenderError
 from npa_infra.plan import waves as waves_mod
@@ -89,18 +102,154 @@ def _libyaml_safe(value: object, *, key: bool = False) -> bool:
     return value is None or isinstance(value, int | float)  # bool is an int
 
 
-def dump_documents(documents: tuple[dict[str, Any], ...], *, pure: bool = False) -> str:
-    """The documents as one YAML stream: libyaml's emitter where it writes the same bytes
-    (``_libyaml_safe``), PyYAML's own otherwise or with ``pure``."""
-    fast = not pure and _Dumper is not _PureDumper and all(map(_libyaml_safe, documents))
+_STR, _MAP, _SEQ = (f"tag:yaml.org,2002:{kind}" for kind in ("str", "map", "seq"))
+_Resolve = Callable[[type[ScalarNode], str, tuple[bool, bool]], str]
+
+
+class _Unsupported(Exception):
+    """A value ``_write_events`` leaves to the dumper's node tree: a dict or list met twice
+    in one document (the representer writes an anchor and an alias), or a value whose type
+    is not exactly str, dict, list, int, bool, float or None (a ``StrEnum``, a tuple)."""
+
+
+class _Unsafe(Exception):
+    """A string libyaml would write differently from PyYAML's emitter (``_libyaml_safe``)."""
+
+
+def _dump_nodes(
+    documents: tuple[dict[str, Any], ...], dumper: type[yaml.SafeDumper | yaml.CSafeDumper]
+) -> str:
+    """``yaml.dump_all`` with ``dumper``: a node per value, then the node tree emitted."""
     return yaml.dump_all(
         documents,
-        Dumper=_Dumper if fast else _PureDumper,
+        Dumper=dumper,
         sort_keys=False,
         default_flow_style=False,
         allow_unicode=True,
         width=100,
     )
+
+
+class _EventWriter:
+    """libyaml's stream of documents, fed to it as events instead of a node tree.
+
+    ``_dump_nodes`` with the C dumper builds a node per value, then walks the nodes,
+    calling the resolver twice per scalar for its implicit flags. The same events are
+    made here without the nodes: the representer's tags and styles (``_str``; the
+    dumper's own ``represent_data`` for the other scalars), the resolver's flags (asked
+    once per distinct string), block style and no anchors. So the bytes are the
+    dumper's for a third of the work (issue 19); tests compare the two. One event
+    object per kind is reused: ``emit`` copies an event into libyaml's own before it
+    returns. Each distinct string is checked with ``_libyaml_safe`` on the way, so the
+    documents are walked once.
+    """
+
+    def __init__(self, stream: io.StringIO) -> None:
+        self._dumper = _Dumper(stream, default_flow_style=False, allow_unicode=True, width=100)
+        if self._dumper.yaml_path_resolvers:  # a tag that depends on the path: nodes only
+            raise _Unsupported("path resolvers")
+        self._emit: Callable[[Event], None] = self._dumper.emit
+        self._resolve: _Resolve = self._dumper.resolve
+        self._flags: dict[str, tuple[bool, bool]] = {}  # of each safe value
+        self._keys: set[str] = set()  # the safe keys
+        self._scalar = ScalarEvent(None, _STR, (True, True), "")
+        self._mapping: tuple[Event, Event] = (
+            MappingStartEvent(None, _MAP, True, flow_style=False),
+            MappingEndEvent(),
+        )
+        self._sequence: tuple[Event, Event] = (
+            SequenceStartEvent(None, _SEQ, True, flow_style=False),
+            SequenceEndEvent(),
+        )
+
+    def write(self, documents: tuple[dict[str, Any], ...]) -> None:
+        self._dumper.open()
+        for document in documents:
+            self._emit(DocumentStartEvent(explicit=False))
+            self._node(document, set())  # the representer's aliases are per document
+            self._emit(DocumentEndEvent(explicit=False))
+        self._dumper.close()
+
+    def _implicit(self, value: str, tag: str) -> tuple[bool, bool]:
+        return (
+            self._resolve(ScalarNode, value, (True, False)) == tag,
+            self._resolve(ScalarNode, value, (False, True)) == tag,
+        )
+
+    def _text(self, value: str) -> None:
+        found = self._flags.get(value)
+        if found is None:
+            if not _libyaml_safe(value):
+                raise _Unsafe
+            found = self._flags[value] = self._implicit(value, _STR)
+        scalar = self._scalar
+        scalar.implicit, scalar.value = found, value
+        scalar.style = "|" if "\n" in value else None
+        self._emit(scalar)
+
+    def _node(self, value: object, seen: set[int]) -> None:
+        if type(value) is str:
+            self._text(value)
+        elif type(value) is dict or type(value) is list:
+            if id(value) in seen:
+                raise _Unsupported("shared")
+            seen.add(id(value))
+            self._collection(value, seen)
+        elif value is None or type(value) in (bool, int, float):
+            node = self._dumper.represent_data(value)
+            if not isinstance(node, ScalarNode):  # never: SafeRepresenter's scalars
+                raise _Unsupported(type(node).__name__)
+            flags = self._implicit(node.value, node.tag)
+            self._emit(ScalarEvent(None, node.tag, flags, node.value, style=node.style))
+        else:
+            raise _Unsupported(type(value).__name__)
+
+    def _collection(self, value: object, seen: set[int]) -> None:
+        node = self._node
+        if isinstance(value, dict):
+            start, end = self._mapping
+            self._emit(start)
+            for key, item in value.items():
+                if type(key) is str and key not in self._keys:
+                    if not _libyaml_safe(key, key=True):
+                        raise _Unsafe
+                    self._keys.add(key)
+                node(key, seen)
+                node(item, seen)
+            self._emit(end)
+        elif isinstance(value, list):
+            start, end = self._sequence
+            self._emit(start)
+            for item in value:
+                node(item, seen)
+            self._emit(end)
+
+
+def _write_events(documents: tuple[dict[str, Any], ...]) -> str:
+    """libyaml's stream of ``documents`` from ``_EventWriter``.
+
+    Raises:
+        _Unsafe: a string outside ``_libyaml_safe`` (the caller uses PyYAML's emitter).
+        _Unsupported: a shared dict or list, or another type (the caller dumps nodes).
+    """
+    stream = io.StringIO()
+    _EventWriter(stream).write(documents)
+    return stream.getvalue()
+
+
+def dump_documents(documents: tuple[dict[str, Any], ...], *, pure: bool = False) -> str:
+    """The documents as one YAML stream: libyaml's emitter where it writes the same bytes
+    (``_libyaml_safe``), fed events (``_write_events``); PyYAML's own otherwise or with
+    ``pure``."""
+    if pure or _Dumper is _PureDumper:
+        return _dump_nodes(documents, _PureDumper)
+    try:
+        return _write_events(documents)
+    except _Unsafe:
+        return _dump_nodes(documents, _PureDumper)
+    except _Unsupported:  # the node tree, with the emitter ``_libyaml_safe`` chooses
+        fast = all(map(_libyaml_safe, documents))
+        return _dump_nodes(documents, _Dumper if fast else _PureDumper)
 
 
 def with_envs(
@@ -149,9 +298,22 @@ def _placeholder(value: object) -> re.Match[str] | None:
     return None
 
 
+def _may_hold_placeholder(value: object) -> bool:
+    """False only when no string of ``value`` holds ``${``: then it holds no ``${K}``.
+
+    One C-speed ``json.dumps`` instead of ``_placeholder``'s ordered walk for the usual
+    document, which holds none (issue 19); JSON keeps every string's ``${`` as it is.
+    A value JSON cannot write is walked.
+    """
+    try:
+        return "${" in json.dumps(value)
+    except (TypeError, ValueError):  # not JSON (a set, a tuple key) or circular: walk it
+        return True
+
+
 def _check_placeholders(doc: dict[str, Any], task: str) -> None:
     for key, value in doc.items():
-        if key in ("run", "setup"):
+        if key in ("run", "setup") or not _may_hold_placeholder(value):
             continue
         found = _placeholder(value)
         if found:

@@ -22,7 +22,6 @@ from npa_infra.catalog import images as pins
 from npa_infra.errors import RenderError
 from npa_infra.plan.model import PlanStep
 from npa_infra.render import images
-from npa_infra.runs import checkpoints
 
 __all__ = ["RenderSettings", "render_task", "secret_names_for_image", "task_pod_config"]
 
@@ -217,11 +216,15 @@ def _envs(
         envs["NPA_SRC_OVERLAY"] = "1"
     if str(s.config.get("source_sha") or ""):
         envs["NPA_SIM2REAL_SOURCE_SHA"] = str(s.config["source_sha"])
-    # npa-infra adds: the declared checkpoint location and loader (runs/checkpoints.py)
-    if step.checkpoint_uri:
-        envs[checkpoints.DECLARED_URI] = step.checkpoint_uri
-    if step.checkpoint_loader:
-        envs[checkpoints.DECLARED_LOADER] = step.checkpoint_loader
+    # npa-infra adds: the declared checkpoint location and loader (runs/checkpoints.py),
+    # loaded only for a step that declares one (issue 19: a plan without stays light)
+    if step.checkpoint_uri or step.checkpoint_loader:
+        from npa_infra.runs import checkpoints
+
+        if step.checkpoint_uri:
+            envs[checkpoints.DECLARED_URI] = step.checkpoint_uri
+        if step.checkpoint_loader:
+            envs[checkpoints.DECLARED_LOADER] = step.checkpoint_loader
     isaac = "isaac" in step.tool_ref or bool(image and "isaac" in image)
     if isaac and s.accept_eula:
         envs["ACCEPT_EULA"] = "Y"

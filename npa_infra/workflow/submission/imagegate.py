@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from npa_infra.errors import PreflightError
 from npa_infra.plan.model import PlanError
 from npa_infra.render import images
-from npa_infra.workflow.planning import api, imagecheck, loading, pullcheck
+from npa_infra.workflow.planning import api, imagecheck, loading
 
 if TYPE_CHECKING:
     from npa_infra.workflow.submission.submitflags import SubmitOptions
@@ -101,6 +101,8 @@ def check(
     """
     if not options.preflight_images:
         return None, {}
+    from npa_infra.workflow.planning import pullcheck  # only with a preflight (issue 19)
+
     report = _registry_report(v, catalog, run_id, selection, options, env, services)
     if not options.plan_only and report.exit_code != 0:
         raise refusal(report, run_id)

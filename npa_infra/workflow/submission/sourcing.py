@@ -38,15 +38,17 @@ from npa_infra.errors import ConfigError, InvariantError, StorageError, UsageErr
 from npa_infra.plan import context
 from npa_infra.plan.model import Plan
 from npa_infra.render import images
-from npa_infra.source import decision, marker, tree
+from npa_infra.source import decision
 from npa_infra.source.decision import SourceAction, SourceOrigin, SourceReason
 from npa_infra.spec.model import Spec
-from npa_infra.storage.models import S3Uri
 from npa_infra.workflow.target import stackfile
 from npa_infra.workflow.target.services import Services
 
-if TYPE_CHECKING:  # staging (and the store) load where source is staged, not to plan it
-    from npa_infra.source import staging
+if TYPE_CHECKING:
+    # Staging (and the store) load where source is staged, not to plan it; the checkout
+    # scanner, the marker and the S3 URI model where a step needs source, so a plan whose
+    # steps all have images never loads them (submit --plan-only, issue 19).
+    from npa_infra.source import marker, staging, tree
     from npa_infra.storage.base import ObjectStore
 
 __all__ = [
@@ -161,6 +163,8 @@ def plan_source(
     root = request.source_root or default_checkout()
     scanned = None
     if root is not None and not journal_uri and (request.stage_src or not env_uri):
+        from npa_infra.source import tree
+
         scanned = tree.scan(root)
     bucket = (stack.bucket if stack else "") or _config_bucket(plan.config)
     prefix = (stack.source_prefix if stack else "") or decision.DEFAULT_PREFIX
@@ -206,7 +210,7 @@ def apply(
         return {**record, "decision": "not_required"}
     if d.action is SourceAction.KEEP and not d.verify:
         return {**record, "decision": "kept", "verified": False}
-    from npa_infra.source import staging
+    from npa_infra.source import marker, staging
 
     s3 = (services or Services()).store(plan.s3_endpoint or None)
     if d.action is SourceAction.KEEP:
@@ -355,6 +359,8 @@ def _env_selection(env: Mapping[str, str]) -> tuple[SourceOrigin, str]:
 
 
 def _checked_uri(value: str, where: str) -> str:
+    from npa_infra.storage.models import S3Uri
+
     try:
         parsed = S3Uri.parse(value)
     except StorageError as exc:
@@ -405,6 +411,7 @@ def _staged(
 ) -> dict[str, Any]:
     """Stage into the decided URI's own bucket and prefix, and save a newly staged URI."""
     from npa_infra.source import staging
+    from npa_infra.storage.models import S3Uri
 
     target = S3Uri.parse(plan.uri)
     prefix = target.key.rstrip("/").rpartition("/")[0]
@@ -433,6 +440,8 @@ def _restageable(plan: SourcePlan) -> tree.SourceTree | None:
     """A resumed run's URI whose prefix lost its marker, when the checkout still matches it."""
     if plan.decision.origin is not SourceOrigin.JOURNAL or plan.root is None:
         return None
+    from npa_infra.source import tree
+
     scanned = tree.scan(plan.root)
     return scanned if scanned.fingerprint == plan.decision.fingerprint else None
 

@@ -372,3 +372,16 @@ def test_help_documents_stack_and_project_once(npa: Invoke) -> None:
     assert result.exit_code == 0
     assert "-s, --stack NAME" in result.stdout
     assert "-p, --project ALIAS" in result.stdout
+
+
+@pytest.mark.parametrize("context", [None, "ctx-a"], ids=["no-context", "context"])
+def test_select_nothing_given_same_selection_as_the_resolver(
+    tmp_path: Path, context: str | None
+) -> None:
+    """No --stack and no --project: rule 1, decided without loading the resolver (issue 19)."""
+    from npa_infra.cli import selection as cli_selection
+    from npa_infra.projects import selection
+
+    expected = selection.select(stack=None, project=None, env={}, root=tmp_path, context=context)
+
+    assert cli_selection.select(None, None, as_json=True, context=context) == expected

@@ -50,11 +50,15 @@ _SDK_CHILD = textwrap.dedent(
 
 
 def _run_child(
-    script: str, tmp_path: Path, *args: str, env: dict[str, str] | None = None
+    script: str,
+    tmp_path: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    modules: tuple[str, ...] = HEAVY,
 ) -> dict[str, object]:
     report = tmp_path / "report.json"
     completed = subprocess.run(
-        [sys.executable, "-c", script, str(report), json.dumps(HEAVY), *args],
+        [sys.executable, "-c", script, str(report), json.dumps(modules), *args],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -175,6 +179,7 @@ def test_stack_preview_without_engine_fresh_interpreter_loads_no_heavy_module(
     result = _run_child(script, tmp_path, "stack", "preview")
 
     assert result["code"] == 3
+    assert isinstance(result["loaded"], list)
     assert not {"pulumi", "pulumi.automation", "kubernetes", "boto3"} & set(result["loaded"])
 
 
@@ -194,6 +199,34 @@ def test_submit_plan_only_demo_fresh_interpreter_loads_no_heavy_module(tmp_path:
     args = [*PLAN_ONLY, "--no-preflight-images", "--run-id", "light-1"]
 
     result = _run_child(_CLI_CHILD, tmp_path, *args, env=env)
+
+    assert result["code"] == 0
+    assert "not submitted (--plan-only)" in str(result["stdout"])
+    assert result["loaded"] == []
+
+
+# What --plan-only of the demo never uses (issue 19): the run lock (and socket), the
+# project resolver (no --stack/--project), the pull probe (--no-preflight-images), the
+# checkout scanner, source marker and S3 URI model (every step has an image) and the
+# checkpoint rules (no step declares one).
+PLAN_ONLY_UNUSED = (
+    "npa_infra.journal.lock",
+    "socket",
+    "npa_infra.projects.resolve",
+    "npa_infra.projects.selection",
+    "npa_infra.workflow.planning.pullcheck",
+    "npa_infra.source.tree",
+    "npa_infra.source.marker",
+    "npa_infra.storage.models",
+    "npa_infra.runs.checkpoints",
+)
+
+
+def test_submit_plan_only_demo_fresh_interpreter_loads_no_unused_module(tmp_path: Path) -> None:
+    env = _home_env(tmp_path)
+    args = [*PLAN_ONLY, "--no-preflight-images", "--run-id", "light-3"]
+
+    result = _run_child(_CLI_CHILD, tmp_path, *args, env=env, modules=PLAN_ONLY_UNUSED)
 
     assert result["code"] == 0
     assert "not submitted (--plan-only)" in str(result["stdout"])

@@ -38,6 +38,22 @@ def test_migrate_empty_database_reaches_latest_version(tmp_path: Path) -> None:
     assert "attempts_identity_immutable" in _names(conn, "trigger")
 
 
+@pytest.mark.parametrize("start", [0, 1, 2], ids=["empty", "v1", "v2"])
+def test_migrate_applies_every_missing_version_in_one_transaction(
+    tmp_path: Path, start: int
+) -> None:
+    conn = _raw(tmp_path / "j.sqlite3")
+    if start:
+        schema.migrate(conn, target=start)
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+
+    assert schema.migrate(conn) == schema.SCHEMA_VERSION
+
+    assert statements.count("BEGIN IMMEDIATE") == statements.count("COMMIT") == 1
+    assert schema.current_version(conn) == schema.SCHEMA_VERSION
+
+
 def test_migrate_reopen_is_idempotent(tmp_path: Path) -> None:
     conn = _raw(tmp_path / "j.sqlite3")
     schema.migrate(conn)

@@ -13,9 +13,12 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
 from npa_infra.errors import RenderError
 from npa_infra.plan.model import Plan, PlanStep
+from npa_infra.render import documents
 from npa_infra.render.documents import RenderedJob, dump_documents, render_plan
 from npa_infra.render.tasks import RenderSettings
 
@@ -298,3 +301,38 @@ def test_render_plan_pinned_run_emits_digest_never_the_tag(runtime: bool) -> Non
         assert ":1.0" not in job.text
         assert job.images == (pinned,)
     assert [j.text for j in jobs] == [j.text for j in again]  # deterministic
+
+
+# -- the placeholder filter (issue 19) -------------------------------------------------
+
+_PIECES = st.sampled_from(["a", "$", "{", "}", "${", "${K}", "${K", "$ {K}", "K}", "é"])
+_TEXT = st.lists(_PIECES, max_size=5).map("".join)
+_VALUES = st.recursive(
+    st.one_of(_TEXT, st.integers(), st.floats(), st.booleans(), st.none()),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.tuples(inner, inner),
+        st.dictionaries(st.one_of(_TEXT, st.integers()), inner, max_size=3),
+        st.sets(st.integers(), max_size=2),
+    ),
+    max_leaves=12,
+)
+
+
+@given(_VALUES)
+def test_may_hold_placeholder_false_only_where_the_walk_finds_none(value: Any) -> None:
+    if not documents._may_hold_placeholder(value):
+        assert documents._placeholder(value) is None
+
+
+@pytest.mark.parametrize(
+    "value",
+    [{"a": [{"b": ("x", "${DEEP}")}]}, {("k", "${TUPLE_KEY}"): 1}],
+    ids=["nested", "not-json"],
+)
+def test_check_placeholders_deep_or_not_json_placeholder_still_raises(value: Any) -> None:
+    found = documents._placeholder(value)
+
+    assert found is not None and documents._may_hold_placeholder(value)
+    with pytest.raises(RenderError, match=re.escape(found.group(0))):
+        documents._check_placeholders({"name": "t", "envs": value}, "t")

@@ -10,6 +10,8 @@ runtime mode, and on generated documents.
 
 from __future__ import annotations
 
+import copy
+import enum
 import os
 from pathlib import Path
 from typing import Any
@@ -122,3 +124,140 @@ def test_dump_documents_generated_documents_c_bytes_equal_pure(doc: dict[str, An
     docs = ({"name": "h", "execution": "serial"}, doc)
 
     assert dump_documents(docs) == dump_documents(docs, pure=True)
+
+
+# The C path feeds libyaml events (``_write_events``) instead of a node tree; its bytes
+# must be the node tree's (``_dump_nodes`` with the same C dumper), so the fast path
+# changes no rendered byte (issue 19).
+
+_libyaml = pytest.mark.skipif(
+    not getattr(yaml, "__with_libyaml__", False), reason="PyYAML without libyaml"
+)
+HEADER = {"name": "h", "execution": "serial"}
+
+
+def _nodes(docs: tuple[dict[str, Any], ...]) -> str:
+    return documents._dump_nodes(docs, documents._Dumper)
+
+
+@_libyaml
+def test_write_events_reference_and_test_specs_bytes_equal_node_tree(
+    rendered: dict[str, list[documents.RenderedJob]],
+) -> None:
+    compared = 0
+    for spec, jobs in rendered.items():
+        for job in jobs:
+            assert documents._write_events(job.documents) == _nodes(job.documents), spec
+            compared += 1
+
+    assert compared > 20
+
+
+@_libyaml
+@pytest.mark.parametrize(
+    "value",
+    [
+        "",
+        "~",
+        "null",
+        "True",
+        "yes",
+        "off",
+        "123",
+        "-1.5e3",
+        "0x1f",
+        ".inf",
+        "2001-12-14",
+        "<<",
+        "=",
+        "a: b",
+        "- a",
+        "#x",
+        "'q'",
+        "a\nb",
+        "a\n",
+        " lead",
+        "word " * 40,
+        0,
+        -7,
+        10**20,
+        1.5,
+        -0.0,
+        float("inf"),
+        float("nan"),
+        True,
+        None,
+        [],
+        {},
+        [[1, "x"], {"k": None}],
+    ],
+    ids=lambda v: repr(v)[:24],
+)
+def test_write_events_scalar_and_container_bytes_equal_node_tree(value: Any) -> None:
+    def fresh() -> Any:  # a shared dict or list is the anchored case below
+        return copy.deepcopy(value)
+
+    key = str(value) if documents._libyaml_safe(str(value), key=True) else "e"
+    docs = (HEADER, {"k": fresh(), "l": [fresh(), fresh()]}, {key: fresh()})
+
+    assert documents._write_events(docs) == _nodes(docs)
+
+
+@_libyaml
+@pytest.mark.parametrize(
+    "doc",
+    [{"k": "caf\u00e9"}, {"k": ["a", "\n"]}, {"a\nb": 1}, {"k": {"": 1}}],
+    ids=["latin1-value", "only-newline-item", "multi-line-key", "empty-key"],
+)
+def test_write_events_string_outside_safe_set_unsafe_dump_pure_bytes(doc: dict[str, Any]) -> None:
+    docs = (HEADER, doc)
+
+    with pytest.raises(documents._Unsafe):
+        documents._write_events(docs)
+    assert dump_documents(docs) == dump_documents(docs, pure=True)
+
+
+@_libyaml
+def test_write_events_dict_shared_in_one_document_unsupported_dump_keeps_anchors() -> None:
+    shared = {"a": 1}
+    docs = (HEADER, {"x": shared, "y": shared})
+
+    with pytest.raises(documents._Unsupported):
+        documents._write_events(docs)
+    assert dump_documents(docs) == _nodes(docs)
+    assert "&id001" in dump_documents(docs)
+
+
+@_libyaml
+def test_write_events_dict_shared_across_documents_bytes_equal_node_tree() -> None:
+    shared = {"a": [1, 2]}
+    docs = (HEADER, {"x": shared}, {"y": shared})
+
+    assert documents._write_events(docs) == _nodes(docs)
+
+
+@_libyaml
+def test_dump_documents_str_subclass_refused_as_the_node_tree_refuses() -> None:
+    class Kind(enum.StrEnum):
+        A = "a"
+
+    docs = (HEADER, {"kind": Kind.A})
+
+    with pytest.raises(documents._Unsupported):
+        documents._write_events(docs)
+    with pytest.raises(yaml.representer.RepresenterError):
+        dump_documents(docs)
+
+
+@_libyaml
+@given(yaml_documents())
+def test_write_events_generated_documents_bytes_equal_node_tree_or_unsafe(
+    doc: dict[str, Any],
+) -> None:
+    docs = (HEADER, doc)
+
+    if all(map(documents._libyaml_safe, docs)):
+        assert documents._write_events(docs) == _nodes(docs)
+    else:
+        with pytest.raises(documents._Unsafe):
+            documents._write_events(docs)
