@@ -41,7 +41,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.integration.runs.world import make_world  # noqa: E402  # the repo's own doubles
+from tests.integration.runs.supervised import chain_spec  # noqa: E402  # the repo's own doubles
+from tests.integration.runs.world import make_world  # noqa: E402
 from tests.support.fakekube import FakeKube  # noqa: E402
 
 # Each job does 8 s of work on the controller's clock, which is the world's virtual
@@ -56,22 +57,6 @@ FINISHES = {
 }
 
 
-def _chain(waves: int) -> str:
-    lines = [
-        "apiVersion: npa.workflow/v0.0.1",
-        "kind: Workflow",
-        "metadata: {name: chain, executionMode: runtime}",
-        'config: {bucket: example-bucket, root_uri: "s3://example-bucket/chain"}',
-        "resources:",
-        "  default: {cloud: kubernetes, cpus: 1, memory: 1Gi}",
-        "states:",
-    ]
-    for i in range(waves):
-        lines += [f"  s{i}:", "    toolRef: workbench.rerun.report"]
-        lines.append(f"    next: s{i + 1}" if i < waves - 1 else "    terminal: true")
-    return "\n".join(lines) + "\n"
-
-
 def measure(waves: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="npa-wave-bench-") as tmp:
         root = Path(tmp)
@@ -80,7 +65,7 @@ def measure(waves: int) -> dict[str, Any]:
             world = make_world(root, fake, sky_time=True)
             world.faults(FINISHES)
             spec = root / "chain.yaml"
-            spec.write_text(_chain(waves), encoding="utf-8")
+            spec.write_text(chain_spec(waves), encoding="utf-8")
             before = len(fake.calls())
             cpu, wall = time.thread_time(), time.perf_counter()
             result = world.submit(spec, run_id=f"bench-{waves}")

@@ -134,3 +134,20 @@ BLOCKED_THEN_RUNS: list[dict[str, Any]] = [
         "statuses": ["PENDING", "RUNNING", "SUCCEEDED"],
     },
 ]
+
+
+def chain_spec(waves: int, resources: str = "{cloud: kubernetes, cpus: 1, memory: 1Gi}") -> str:
+    """A runtime spec of ``waves`` states in a row (``s0`` → ``s1`` → …): one wave each."""
+    lines = [
+        "apiVersion: npa.workflow/v0.0.1",
+        "kind: Workflow",
+        "metadata: {name: chain, executionMode: runtime}",
+        'config: {bucket: example-bucket, root_uri: "s3://example-bucket/chain"}',
+        "resources:",
+        f"  default: {resources}",
+        "states:",
+    ]
+    for i in range(waves):
+        lines += [f"  s{i}:", "    toolRef: workbench.rerun.report"]
+        lines.append(f"    next: s{i + 1}" if i < waves - 1 else "    terminal: true")
+    return "\n".join(lines) + "\n"

@@ -24,6 +24,7 @@ from npa_infra.spec.model import Spec
 from npa_infra.storage.s3 import BotoStore
 from npa_infra.workflow.execution.liverun import LiveResult
 from npa_infra.workflow.submission import pipeline, planners
+from tests.integration.runs.supervised import chain_spec
 from tests.integration.runs.world import ROOT, World
 from tests.support.motoserver import MotoS3
 
@@ -85,22 +86,6 @@ class Counting:
         return [d for d in self.builds if d is not None]
 
 
-def _chain(waves: int, resources: str = "{cloud: kubernetes, cpus: 1, memory: 1Gi}") -> str:
-    lines = [
-        "apiVersion: npa.workflow/v0.0.1",
-        "kind: Workflow",
-        "metadata: {name: chain, executionMode: runtime}",
-        'config: {bucket: example-bucket, root_uri: "s3://example-bucket/chain"}',
-        "resources:",
-        f"  default: {resources}",
-        "states:",
-    ]
-    for i in range(waves):
-        lines += [f"  s{i}:", "    toolRef: workbench.rerun.report"]
-        lines.append(f"    next: s{i + 1}" if i < waves - 1 else "    terminal: true")
-    return "\n".join(lines) + "\n"
-
-
 def _submit(
     world: World,
     spec: Path,
@@ -130,7 +115,7 @@ def _node_listings(world: World) -> int:
 
 def test_runtime_chain_without_decisions_routes_once(world: World, tmp_path: Path) -> None:
     spec = tmp_path / "chain.yaml"
-    spec.write_text(_chain(5), encoding="utf-8")
+    spec.write_text(chain_spec(5), encoding="utf-8")
     counting = Counting()
 
     result = _submit(world, spec, counting, run_id="once-1")
@@ -183,7 +168,7 @@ def test_runtime_accelerator_resolution_lists_nodes_once_per_run(
     )
     spec = tmp_path / "gpu-chain.yaml"
     spec.write_text(
-        _chain(4, "{cloud: kubernetes, cpus: 1, memory: 1Gi, accelerators: RTXPRO6000:1}"),
+        chain_spec(4, "{cloud: kubernetes, cpus: 1, memory: 1Gi, accelerators: RTXPRO6000:1}"),
         encoding="utf-8",
     )
     counting = Counting()

@@ -27,26 +27,11 @@ import pytest
 from npa_infra.skypilot.isolation import IsolatedDir
 from npa_infra.skypilot.models import LaunchResult, QueueResult
 from npa_infra.skypilot.skycli import SkyCli
+from tests.integration.runs.supervised import chain_spec
 from tests.integration.runs.world import World, make_world
 from tests.support.fakekube import FakeKube
 
 WAVES = 3
-
-
-def _chain(waves: int) -> str:
-    lines = [
-        "apiVersion: npa.workflow/v0.0.1",
-        "kind: Workflow",
-        "metadata: {name: chain, executionMode: runtime}",
-        'config: {bucket: example-bucket, root_uri: "s3://example-bucket/chain"}',
-        "resources:",
-        "  default: {cloud: kubernetes, cpus: 1, memory: 1Gi}",
-        "states:",
-    ]
-    for i in range(waves):
-        lines += [f"  s{i}:", "    toolRef: workbench.rerun.report"]
-        lines.append(f"    next: s{i + 1}" if i < waves - 1 else "    terminal: true")
-    return "\n".join(lines) + "\n"
 
 
 class _Marked(SkyCli):
@@ -76,7 +61,7 @@ def _run(
         return cli
 
     spec = tmp_path / "chain.yaml"
-    spec.write_text(_chain(WAVES), encoding="utf-8")
+    spec.write_text(chain_spec(WAVES), encoding="utf-8")
     services = dataclasses.replace(world.services(), sky=sky)
     from npa_infra.workflow.submission import pipeline
 

@@ -18,26 +18,11 @@ import pytest
 
 from npa_infra.journal import database
 from npa_infra.journal.store import Journal
+from tests.integration.runs.supervised import chain_spec
 from tests.integration.runs.world import World
 
 SHORT, LONG = 3, 6
 WAVE_ROWS_PER_WAVE = 3  # its own row, read by key, at most once per step that needs it
-
-
-def _chain(waves: int) -> str:
-    lines = [
-        "apiVersion: npa.workflow/v0.0.1",
-        "kind: Workflow",
-        "metadata: {name: chain, executionMode: runtime}",
-        'config: {bucket: example-bucket, root_uri: "s3://example-bucket/chain"}',
-        "resources:",
-        "  default: {cloud: kubernetes, cpus: 1, memory: 1Gi}",
-        "states:",
-    ]
-    for i in range(waves):
-        lines += [f"  s{i}:", "    toolRef: workbench.rerun.report"]
-        lines.append(f"    next: s{i + 1}" if i < waves - 1 else "    terminal: true")
-    return "\n".join(lines) + "\n"
 
 
 class _Counts:
@@ -71,7 +56,7 @@ def _counted(monkeypatch: pytest.MonkeyPatch, counts: _Counts) -> None:
 
 def _run(world: World, tmp_path: Path, waves: int, monkeypatch: pytest.MonkeyPatch) -> _Counts:
     spec = tmp_path / f"chain-{waves}.yaml"
-    spec.write_text(_chain(waves), encoding="utf-8")
+    spec.write_text(chain_spec(waves), encoding="utf-8")
     counts = _Counts()
     with monkeypatch.context() as patch:
         _counted(patch, counts)
