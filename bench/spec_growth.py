@@ -4,26 +4,35 @@ Generates one runtime-free chain spec per size (``--sizes``, default 500, 1,000,
 2,000 and 5,000 states; every state a catalog tool with an input read from the
 previous state's output, so tokens, the graph and the planner all have work),
 then times, in this process after one warm-up, ``load_validated`` (every phase of
-validation, including its plans) and one ``build_plan`` of the validated spec:
-the medians of ``--runs`` runs each. The growth is fitted as ``t = a * n ** k`` by
-least squares on the logarithms; ``k`` near 1 is linear. Times are for
-comparison within one run only.
+validation, including its plans) and one ``build_plan`` of the spec that run
+validated: the medians of ``--runs`` runs each. Each timed call starts after an
+untimed full collection, so it pays for the collections its own allocations
+cause, not for the garbage of the calls before it (a full collection that the
+earlier runs made due otherwise landed in whichever call came next). The sizes
+run one after the other, each after its own warm-up, so every size reuses memory
+a run of its own size freed (run in rounds over the sizes, the largest would be
+the only one to fault in fresh pages). The growth is fitted as ``t = a * n ** k``
+by least squares on the logarithms; ``k`` near 1 is linear. Times are for
+comparison within one run only. ``--memory`` adds the tracemalloc peak of one
+untimed validation per state.
 
-Run: ``.venv/bin/python bench/spec_growth.py [--sizes 500 1000 2000 5000] [--json PATH]``.
+Run: ``.venv/bin/python bench/spec_growth.py [--sizes 500 1000 2000 5000] [--memory] [--json PATH]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import math
 import statistics
 import sys
 import tempfile
 import time
+import tracemalloc
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -33,6 +42,9 @@ from npa_infra.plan.planner import build_plan  # noqa: E402
 from npa_infra.workflow.planning.loading import load_validated  # noqa: E402
 
 __all__ = ["chain_spec", "fit_exponent", "main"]
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 
 
 def chain_spec(states: int) -> str:
@@ -73,37 +85,57 @@ def fit_exponent(points: Sequence[tuple[int, float]]) -> float:
     )
 
 
-def _median_time(work: Callable[[], object], runs: int) -> float:
-    work()  # warm-up
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        work()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+def _timed(work: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> tuple[float, _T]:
+    """Seconds of one call of ``work`` after an untimed full collection, and its result."""
+    gc.collect()
+    start = time.perf_counter()
+    result = work(*args, **kwargs)
+    return time.perf_counter() - start, result
 
 
-def measure(sizes: Sequence[int], runs: int) -> dict[str, Any]:
+def _peak_bytes(work: Callable[_P, object], *args: _P.args, **kwargs: _P.kwargs) -> int:
+    """The tracemalloc peak of one call of ``work``, above what was allocated before it."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        work(*args, **kwargs)
+        return tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+
+
+def measure(sizes: Sequence[int], runs: int, *, memory: bool = False) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="npa-growth-") as tmp:
         for n in sizes:
             path = Path(tmp) / f"chain-{n}.yaml"
             path.write_text(chain_spec(n), encoding="utf-8")
-            validated = load_validated(path, BUILTIN)
-            validate_s = _median_time(lambda p=path: load_validated(p, BUILTIN), runs)
-            plan_s = _median_time(
-                lambda v=validated: build_plan(v.spec, BUILTIN, run_id="growth-1"), runs
-            )
-            rows.append(
-                {
-                    "states": n,
-                    "bytes": path.stat().st_size,
-                    "validate_s": validate_s,
-                    "plan_s": plan_s,
-                    "validate_us_per_state": validate_s / n * 1e6,
-                    "plan_us_per_state": plan_s / n * 1e6,
-                }
-            )
+            build_plan(load_validated(path, BUILTIN).spec, BUILTIN, run_id="growth-1")  # warm-up
+            validate_samples: list[float] = []
+            plan_samples: list[float] = []
+            for _ in range(runs):
+                validate_s, validated = _timed(load_validated, path, BUILTIN)
+                plan_s, _ = _timed(build_plan, validated.spec, BUILTIN, run_id="growth-1")
+                del validated  # one validated spec alive at a time
+                validate_samples.append(validate_s)
+                plan_samples.append(plan_s)
+            validate_s = statistics.median(validate_samples)
+            plan_s = statistics.median(plan_samples)
+            row: dict[str, Any] = {
+                "states": n,
+                "bytes": path.stat().st_size,
+                "validate_s": validate_s,
+                "plan_s": plan_s,
+                "validate_us_per_state": validate_s / n * 1e6,
+                "plan_us_per_state": plan_s / n * 1e6,
+                "validate_samples_s": validate_samples,
+                "plan_samples_s": plan_samples,
+            }
+            if memory:
+                peak = _peak_bytes(load_validated, path, BUILTIN)
+                row["validate_peak_bytes_per_state"] = peak / n
+            rows.append(row)
     return {
         "runs": runs,
         "rows": rows,
@@ -117,14 +149,19 @@ def markdown(result: dict[str, Any]) -> str:
         "| states | spec bytes | validate (s) | µs / state | plan (s) | µs / state |",
         "|---:|---:|---:|---:|---:|---:|",
     ]
+    memory = all("validate_peak_bytes_per_state" in r for r in result["rows"])
+    if memory:
+        lines[0] += " validate peak (KiB / state) |"
+        lines[1] += "---:|"
     for r in result["rows"]:
         lines.append(
             f"| {r['states']:,} | {r['bytes']:,} | {r['validate_s']:.3f} | "
             f"{r['validate_us_per_state']:.0f} | {r['plan_s']:.3f} | {r['plan_us_per_state']:.0f} |"
+            + (f" {r['validate_peak_bytes_per_state'] / 1024:.1f} |" if memory else "")
         )
     lines.append(
         f"| fit `t ∝ n^k` | | k = {result['validate_exponent']:.2f} | | "
-        f"k = {result['plan_exponent']:.2f} | |"
+        f"k = {result['plan_exponent']:.2f} | |" + (" |" if memory else "")
     )
     return "\n".join(lines)
 
@@ -132,10 +169,13 @@ def markdown(result: dict[str, Any]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="bench/spec_growth.py", description=__doc__.splitlines()[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[500, 1000, 2000, 5000])
-    p.add_argument("--runs", type=int, default=3, help="timed runs per size (3)")
+    p.add_argument("--runs", type=int, default=5, help="timed runs per size (5)")
+    p.add_argument(
+        "--memory", action="store_true", help="add the tracemalloc peak of one validation"
+    )
     p.add_argument("--json", type=Path, metavar="PATH", help="write the results as JSON")
     args = p.parse_args(argv)
-    result = measure(args.sizes, args.runs)
+    result = measure(args.sizes, args.runs, memory=args.memory)
     print(markdown(result))
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)

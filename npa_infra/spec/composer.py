@@ -53,7 +53,9 @@ except ImportError:  # pragma: no cover - depends on the PyYAML build
 
     _Parser = _PurePythonParser
 
-_TagOf = Callable[[type[Node], Any, Any], str]
+# the unbound resolver, typed (PyYAML's stubs leave it untyped); a bound method kept
+# on the composer would make it a reference cycle, alive until the next collection
+_tag_of = cast(Callable[[Any, type[Node], Any, Any], str], yaml.resolver.Resolver.resolve)
 
 
 class Refused(Exception):
@@ -71,7 +73,6 @@ class _Composer(_Parser, yaml.resolver.Resolver):  # type: ignore[misc]  # untyp
     def __init__(self, text: str, max_nodes: int, max_depth: int) -> None:
         _Parser.__init__(self, text)
         yaml.resolver.Resolver.__init__(self)
-        self.tag_of = cast(_TagOf, self.resolve)  # PyYAML's stubs leave it untyped
         self.anchors: dict[str, Node] = {}
         self.count = 0
         self.max_nodes = max_nodes
@@ -113,7 +114,7 @@ class _Composer(_Parser, yaml.resolver.Resolver):  # type: ignore[misc]  # untyp
         tag = event.tag
         if kind is ScalarEvent:
             if tag is None or tag == "!":
-                tag = self.tag_of(ScalarNode, event.value, event.implicit)
+                tag = _tag_of(self, ScalarNode, event.value, event.implicit)
             node: Node = ScalarNode(
                 tag, event.value, event.start_mark, event.end_mark, style=event.style
             )
@@ -121,14 +122,14 @@ class _Composer(_Parser, yaml.resolver.Resolver):  # type: ignore[misc]  # untyp
             return node
         if kind is SequenceStartEvent:
             if tag is None or tag == "!":
-                tag = self.tag_of(SequenceNode, None, event.implicit)
+                tag = _tag_of(self, SequenceNode, None, event.implicit)
             node = SequenceNode(tag, [], event.start_mark, None, flow_style=event.flow_style)
             self._anchor(event.anchor, node)
             while type(self.peek_event()) is not SequenceEndEvent:
                 node.value.append(self.node(depth + 1))
         else:
             if tag is None or tag == "!":
-                tag = self.tag_of(MappingNode, None, event.implicit)
+                tag = _tag_of(self, MappingNode, None, event.implicit)
             node = MappingNode(tag, [], event.start_mark, None, flow_style=event.flow_style)
             self._anchor(event.anchor, node)
             while type(self.peek_event()) is not MappingEndEvent:

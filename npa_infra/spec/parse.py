@@ -72,6 +72,12 @@ class Collector:
     source_map: SourceMap
     issues: list[SpecIssue] = field(default_factory=list)
     warnings: list[SpecIssue] = field(default_factory=list)
+    # (path, message) of every issue up to ``_indexed`` of the ``_of`` list; phases append
+    # to ``issues`` directly too, so ``error`` indexes newcomers first (issue 19: one set
+    # lookup per issue instead of a scan of all issues, which was quadratic)
+    _seen: set[tuple[str, str]] = field(default_factory=set, init=False, repr=False, compare=False)
+    _indexed: int = field(default=0, init=False, repr=False, compare=False)
+    _of: list[SpecIssue] | None = field(default=None, init=False, repr=False, compare=False)
 
     def error(
         self,
@@ -99,8 +105,18 @@ class Collector:
             json_path(path), message, _hint(hint, path, section), pos.line, pos.column, state
         )
         # one pass, each problem once: a rule reached from two phases reports once
-        if not any(i.path == issue.path and i.message == message for i in self.issues):
+        if self._is_new(issue.path, message):
             self.issues.append(issue)
+
+    def _is_new(self, path: str, message: str) -> bool:
+        """Whether no issue so far has this path and message."""
+        if self._of is not self.issues or self._indexed > len(self.issues):
+            self._seen, self._indexed, self._of = set(), 0, self.issues  # replaced: index anew
+        for i in range(self._indexed, len(self.issues)):
+            old = self.issues[i]
+            self._seen.add((old.path, old.message))
+        self._indexed = len(self.issues)
+        return (path, message) not in self._seen
 
     def warn(
         self,

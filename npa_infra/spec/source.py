@@ -56,8 +56,8 @@ class Limits:
 
 LIMITS = Limits()
 
-_SCALAR_CONSTRUCTOR = yaml.constructor.SafeConstructor()
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_STR_TAG = "tag:yaml.org,2002:str"
 
 
 class Position(NamedTuple):
@@ -110,6 +110,9 @@ class _Builder:
         self.limits = limits
         self.count = 0
         self.duplicates: dict[Position, SpecIssue] = {}
+        # one per document (issue 19): PyYAML's constructor caches every node it
+        # builds, so a shared one kept each document's scalar nodes alive for good
+        self.scalars = yaml.constructor.SafeConstructor()
 
     def build(self, node: yaml.Node, path: PathKey, depth: int) -> Any:
         self.count += 1
@@ -128,7 +131,9 @@ class _Builder:
             return self._mapping(node, path, depth)
         if isinstance(node, yaml.SequenceNode):
             return [self.build(item, (*path, i), depth + 1) for i, item in enumerate(node.value)]
-        return _SCALAR_CONSTRUCTOR.construct_object(node)
+        if node.tag == _STR_TAG:
+            return node.value  # what the constructor returns for a str scalar, uncached
+        return self.scalars.construct_object(node)
 
     def _merged(self, node: yaml.Node, side: PathKey, depth: int) -> tuple[Any, SourceMap]:
         # built into a map of its own, so rebasing costs the merged subtree, not the document

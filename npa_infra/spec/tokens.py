@@ -178,7 +178,11 @@ def problems(text: str, ctx: TokenContext) -> list[TokenError]:
             _substitute(match, ctx)
         except TokenError as exc:
             exc.offset = match.start()
-            out.append(exc)
+            # kept without its traceback and the suppressed KeyError (``from None``): either
+            # holds this frame, which holds ``out``, a cycle only the collector frees, and
+            # it is paused while a spec is validated (issue 19)
+            exc.__context__ = None
+            out.append(exc.with_traceback(None))
     return out
 
 

@@ -6,6 +6,8 @@ nodes the composer made (an instrumented ``_Composer.node``), never time.
 
 from __future__ import annotations
 
+import gc
+import weakref
 from typing import Any
 
 import pytest
@@ -162,3 +164,30 @@ def test_compose_matches_libyaml_on_mutated_texts_or_both_refuse(text: str) -> N
     except yaml.YAMLError:
         got = "error"
     assert got == expected
+
+
+def test_compose_composer_is_freed_on_return_without_a_collection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # issue 19: a bound method kept on the composer made it a reference cycle, so it
+    # (and the parser's copy of the text) lived until the next collection, which
+    # load_validated pauses
+    made: list[weakref.ref[Any]] = []
+    real = composer._Composer.__init__
+
+    def init(inner: Any, text: str, max_nodes: int, max_depth: int) -> None:
+        real(inner, text, max_nodes, max_depth)
+        made.append(weakref.ref(inner))
+
+    monkeypatch.setattr(composer._Composer, "__init__", init)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        node = composer.compose(_big(20), max_nodes=10_000, max_depth=64)
+        alive = [ref for ref in made if ref() is not None]
+    finally:
+        if enabled:
+            gc.enable()
+    assert node is not None
+    assert len(made) == 1
+    assert alive == []

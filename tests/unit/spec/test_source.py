@@ -8,16 +8,20 @@ position to point at instead of a magic column number.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import os
 import socket
 import textwrap
+import weakref
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import given
 
-from npa_infra.spec import source
+from npa_infra.spec import composer, source
 from npa_infra.spec.issues import SpecIssue
 from npa_infra.spec.source import (
     Limits,
@@ -600,3 +604,96 @@ def test_load_file_at_max_bytes_is_read(tmp_path: Path) -> None:
     issue = _issue(load_file(path))
     # read (and found to be NUL bytes), not refused for its size
     assert issue.message == "file is binary, not YAML"
+
+
+# -- memory: nothing of a document outlives its load (issue 19) ------------------
+
+SCALARS = textwrap.dedent(
+    """\
+    plain: word
+    quoted: "two words"
+    tagged: !!str 12
+    block: |
+      line one
+      line two
+    number: 7
+    real: 1.5
+    flag: true
+    empty: null
+    when: 2024-01-02
+    anchored: &a shared
+    again: *a
+    base: &b {cpus: 2, note: x}
+    merged:
+      <<: *b
+      cpus: 4
+    """
+)
+
+
+@pytest.fixture
+def collection_paused() -> Iterator[None]:
+    """Automatic collection off, so only reference counting frees objects in the test."""
+    enabled = gc.isenabled()
+    gc.disable()
+    yield
+    if enabled:
+        gc.enable()
+
+
+def _composed_nodes(monkeypatch: pytest.MonkeyPatch) -> list[weakref.ref[yaml.Node]]:
+    """Weak references to every node ``load_text`` composes, filled as it loads."""
+    refs: list[weakref.ref[yaml.Node]] = []
+    real = composer.compose
+
+    def walk(node: yaml.Node) -> None:
+        refs.append(weakref.ref(node))
+        if isinstance(node, yaml.SequenceNode):
+            for item in node.value:
+                walk(item)
+        elif isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                walk(key)
+                walk(value)
+
+    def compose(text: str, *, max_nodes: int, max_depth: int) -> yaml.Node | None:
+        node: yaml.Node | None = real(text, max_nodes=max_nodes, max_depth=max_depth)
+        if node is not None:
+            walk(node)
+        return node
+
+    monkeypatch.setattr(composer, "compose", compose)
+    return refs
+
+
+def test_load_text_scalars_equal_safe_load() -> None:
+    assert _doc(SCALARS).data == yaml.safe_load(SCALARS)
+
+
+@given(strategies.random_spec_texts())
+def test_load_text_data_equals_safe_load_on_spec_texts(text: str) -> None:
+    doc = load_text(text, "t.yaml")
+    if isinstance(doc, LoadedDocument):
+        assert doc.data == yaml.safe_load(text)
+
+
+def test_load_text_returned_document_holds_no_composed_node(
+    monkeypatch: pytest.MonkeyPatch, collection_paused: None
+) -> None:
+    # a constructor shared by every load kept each document's scalar nodes (and
+    # their marks) alive for good: 36 objects per state on every load of a chain
+    refs = _composed_nodes(monkeypatch)
+    doc = _doc(SCALARS)
+    assert len(refs) > 30
+    assert [ref for ref in refs if ref() is not None] == []
+    assert doc.data["merged"] == {"cpus": 4, "note": "x"}
+
+
+def test_load_text_repeated_loads_keep_no_node_of_earlier_loads(
+    monkeypatch: pytest.MonkeyPatch, collection_paused: None
+) -> None:
+    refs = _composed_nodes(monkeypatch)
+    for _ in range(3):
+        _doc(SCALARS)
+    assert len(refs) > 90
+    assert sum(ref() is not None for ref in refs) == 0

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import gc
+import weakref
 from typing import Any
 
 import pytest
@@ -266,3 +268,34 @@ def test_find_tokens_lists_only_substituted_scopes_in_order() -> None:
 
 def test_find_tokens_plain_text_returns_empty() -> None:
     assert find_tokens("no tokens {{params.x}} here") == []
+
+
+# -- problems: every bad token, kept without a reference cycle (issue 19) -----------
+
+
+def test_problems_each_bad_token_once_in_order_with_offsets() -> None:
+    text = "{{config.nope}} and {{run.none}} and {{config.bucket}}"
+    found = tokens.problems(text, BASE)
+    assert [(e.token, e.offset) for e in found] == [
+        ("{{config.nope}}", 0),
+        ("{{run.none}}", text.index("{{run.none}}")),
+    ]
+
+
+def test_problems_errors_are_freed_without_a_collection() -> None:
+    # a kept traceback holds the frame of problems(), whose list holds the error: a
+    # cycle only the collector frees, and load_validated pauses it
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        found = tokens.problems("{{config.nope}} {{loop.none}}", BASE)
+        refs = [weakref.ref(e) for e in found]
+        tracebacks = [e.__traceback__ for e in found]
+        del found
+        alive = [ref for ref in refs if ref() is not None]
+    finally:
+        if enabled:
+            gc.enable()
+    assert len(refs) == 2
+    assert tracebacks == [None, None]
+    assert alive == []
