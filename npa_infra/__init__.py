@@ -6,8 +6,7 @@ which imports this package, stays fast.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from npa_infra import lazyattrs
 
 __all__ = [
     "CancelReport",
@@ -51,9 +50,4 @@ _HOMES = {
     "stage_src": "npa_infra.workflow.submission.sourcing",
 }
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'npa_infra' has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
+__getattr__ = lazyattrs.resolver(__name__, _HOMES)

@@ -14,8 +14,9 @@ import-linter layers; it talks only to the local file system and SQLite.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from npa_infra import lazyattrs
 
 if TYPE_CHECKING:
     from npa_infra.journal.guard import fingerprint
@@ -60,9 +61,4 @@ _HOMES = {
     "journal_path": "npa_infra.journal.store",
 }
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'npa_infra.journal' has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
+__getattr__ = lazyattrs.resolver(__name__, _HOMES)
