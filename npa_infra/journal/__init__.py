@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from npa_infra import lazyattrs
+from npa_infra import _lazy_resolver
 
 if TYPE_CHECKING:
     from npa_infra.journal.guard import fingerprint
@@ -61,4 +61,4 @@ _HOMES = {
     "journal_path": "npa_infra.journal.store",
 }
 
-__getattr__ = lazyattrs.resolver(__name__, _HOMES)
+__getattr__ = _lazy_resolver(__name__, _HOMES)

@@ -147,8 +147,13 @@ def test_write_events_reference_and_test_specs_bytes_equal_node_tree(
     compared = 0
     for spec, jobs in rendered.items():
         for job in jobs:
-            assert documents._write_events(job.documents) == _nodes(job.documents), spec
-            compared += 1
+            if all(map(documents._libyaml_safe, job.documents)):
+                assert documents._write_events(job.documents) == _nodes(job.documents), spec
+                compared += 1
+            else:  # e.g. a corpus run script with an em dash: PyYAML's emitter writes it
+                with pytest.raises(documents._Unsafe):
+                    documents._write_events(job.documents)
+                assert job.text == dump_documents(job.documents, pure=True), spec
 
     assert compared > 20
 
