@@ -40,39 +40,12 @@ sys.path.insert(0, str(ROOT))
 from npa_infra.catalog.builtin import BUILTIN  # noqa: E402  # after the repo is on the path
 from npa_infra.plan.planner import build_plan  # noqa: E402
 from npa_infra.workflow.planning.loading import load_validated  # noqa: E402
+from tests.support.specs import growth_chain_spec  # noqa: E402  # the tests count the same chains
 
-__all__ = ["chain_spec", "fit_exponent", "main"]
+__all__ = ["fit_exponent", "main"]
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
-
-
-def chain_spec(states: int) -> str:
-    """A valid one-shot chain of ``states`` states, each reading its predecessor's output."""
-    lines = [
-        "apiVersion: npa.workflow/v0.0.1",
-        "kind: Workflow",
-        "metadata: {name: growth}",
-        'config: {bucket: example-bucket, root_uri: "s3://example-bucket/growth"}',
-        "resources:",
-        "  default: {cloud: kubernetes, cpus: 1, memory: 1Gi}",
-        "states:",
-    ]
-    for i in range(states):
-        lines += [
-            f"  s{i}:",
-            "    run:",
-            f'      shell: "echo step {i} > $OUT"',
-            "    outputs:",
-            f'      - {{uri: "{{{{config.root_uri}}}}/s{i}/out.txt"}}',
-        ]
-        if i:
-            lines += [
-                "    inputs:",
-                f'      - {{uri: "{{{{state.s{i - 1}.uri}}}}"}}',
-            ]
-        lines.append(f"    next: s{i + 1}" if i < states - 1 else "    terminal: true")
-    return "\n".join(lines) + "\n"
 
 
 def fit_exponent(points: Sequence[tuple[int, float]]) -> float:
@@ -110,7 +83,7 @@ def measure(sizes: Sequence[int], runs: int, *, memory: bool = False) -> dict[st
     with tempfile.TemporaryDirectory(prefix="npa-growth-") as tmp:
         for n in sizes:
             path = Path(tmp) / f"chain-{n}.yaml"
-            path.write_text(chain_spec(n), encoding="utf-8")
+            path.write_text(growth_chain_spec(n), encoding="utf-8")
             build_plan(load_validated(path, BUILTIN).spec, BUILTIN, run_id="growth-1")  # warm-up
             validate_samples: list[float] = []
             plan_samples: list[float] = []

@@ -223,8 +223,11 @@ def _refused(exc: composer.Refused) -> SpecIssue:
 
 
 def load_text(text: str, label: str, *, limits: Limits = LIMITS) -> LoadedDocument | SpecIssue:
-    """Parse YAML text; return the document (with its duplicate keys) or one file-level issue."""
-    lines = text.splitlines()
+    """Parse YAML text; return the document (with its duplicate keys) or one file-level issue.
+
+    The text is split into lines only once it has loaded: a refused document costs
+    the nodes up to the cap and libyaml's copy of the text, not a string per line.
+    """
     try:
         node = composer.compose(text, max_nodes=limits.max_nodes, max_depth=limits.max_depth)
     except composer.Refused as exc:
@@ -251,7 +254,7 @@ def load_text(text: str, label: str, *, limits: Limits = LIMITS) -> LoadedDocume
             "$", "file holds text that is not valid Unicode", hint="save the spec as UTF-8"
         )
     if node is None:
-        return LoadedDocument(None, SourceMap(), lines, label)
+        return LoadedDocument(None, SourceMap(), text.splitlines(), label)
     builder = _Builder(limits)
     try:
         data = builder.build(node, (), 0)
@@ -262,7 +265,7 @@ def load_text(text: str, label: str, *, limits: Limits = LIMITS) -> LoadedDocume
     except RecursionError:
         return SpecIssue("$", "invalid YAML: nesting is too deep", hint="flatten the document")
     duplicates = tuple(builder.duplicates.values())
-    return LoadedDocument(data, builder.source_map, lines, label, duplicates)
+    return LoadedDocument(data, builder.source_map, text.splitlines(), label, duplicates)
 
 
 def load_file(path: Path, *, limits: Limits = LIMITS) -> LoadedDocument | SpecIssue:

@@ -1,8 +1,8 @@
-"""Small workflow specs the live-submit tests write to disk."""
+"""Workflow specs the tests (and bench/spec_growth.py) write to disk."""
 
 from __future__ import annotations
 
-__all__ = ["fanout_spec", "one_step_spec"]
+__all__ = ["fanout_spec", "growth_chain_spec", "one_step_spec"]
 
 
 def one_step_spec(name: str, bucket: str) -> str:
@@ -47,4 +47,33 @@ def fanout_spec(
         if outputs:
             lines += ["    outputs:", f'      - {{uri: "{{{{config.root_uri}}}}/m{i}.json"}}']
     lines += ["  join:", "    toolRef: workbench.rerun.report", "    terminal: true"]
+    return "\n".join(lines) + "\n"
+
+
+def growth_chain_spec(states: int) -> str:
+    """A valid one-shot chain of ``states`` states, each reading its predecessor's output
+    (bench/spec_growth.py times it; tests/unit/workflow/test_growth.py counts it)."""
+    lines = [
+        "apiVersion: npa.workflow/v0.0.1",
+        "kind: Workflow",
+        "metadata: {name: growth}",
+        'config: {bucket: example-bucket, root_uri: "s3://example-bucket/growth"}',
+        "resources:",
+        "  default: {cloud: kubernetes, cpus: 1, memory: 1Gi}",
+        "states:",
+    ]
+    for i in range(states):
+        lines += [
+            f"  s{i}:",
+            "    run:",
+            f'      shell: "echo step {i} > $OUT"',
+            "    outputs:",
+            f'      - {{uri: "{{{{config.root_uri}}}}/s{i}/out.txt"}}',
+        ]
+        if i:
+            lines += [
+                "    inputs:",
+                f'      - {{uri: "{{{{state.s{i - 1}.uri}}}}"}}',
+            ]
+        lines.append(f"    next: s{i + 1}" if i < states - 1 else "    terminal: true")
     return "\n".join(lines) + "\n"
