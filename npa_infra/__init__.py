@@ -7,7 +7,6 @@ which imports this package, stays fast.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
 from typing import Any
 
 __all__ = [
@@ -53,22 +52,9 @@ _HOMES = {
 }
 
 
-def _lazy_resolver(package: str, homes: Mapping[str, str]) -> Callable[[str], Any]:
-    """The PEP 562 ``__getattr__`` of ``package``: ``name`` imported from ``homes[name]``.
-
-    A package ``__init__`` that re-exported its modules' names would import every one of
-    them with the package; this one makes a caller pay only for the module whose name it
-    uses (issue 19). It lives here, not in a module of its own, so that importing the
-    SDK loads no submodule; subpackages (``npa_infra.journal``) use it too.
-    """
-
-    def resolve(name: str) -> Any:
-        home = homes.get(name)
-        if home is None:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        return getattr(importlib.import_module(home), name)
-
-    return resolve
-
-
-__getattr__ = _lazy_resolver(__name__, _HOMES)
+def __getattr__(name: str) -> Any:
+    """A public name, imported from its module on first use (PEP 562)."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)

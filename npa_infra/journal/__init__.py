@@ -10,55 +10,8 @@ never work on one run at once.
 
 It sits below ``workflow`` (which drives runs) and above ``skypilot`` in the
 import-linter layers; it talks only to the local file system and SQLite.
+
+Callers import the module they need (``npa_infra.journal.store``, ``.lock``, ...);
+the package itself imports nothing, so ``submit --plan-only``, which needs only the
+store and its rows, never loads the run lock and its socket import (issue 19).
 """
-
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-from npa_infra import _lazy_resolver
-
-if TYPE_CHECKING:
-    from npa_infra.journal.guard import fingerprint
-    from npa_infra.journal.lock import RunLock, lock_path
-    from npa_infra.journal.records import (
-        AttemptRow,
-        EventRow,
-        RunMode,
-        RunRow,
-        TransactionRow,
-        WaveRow,
-    )
-    from npa_infra.journal.store import Journal, journal_path
-
-__all__ = [
-    "AttemptRow",
-    "EventRow",
-    "Journal",
-    "RunLock",
-    "RunMode",
-    "RunRow",
-    "TransactionRow",
-    "WaveRow",
-    "fingerprint",
-    "journal_path",
-    "lock_path",
-]
-
-# Names resolve lazily (PEP 562): importing one submodule (``submit --plan-only`` needs
-# only the store and its rows) does not load the run lock and its socket import (issue 19).
-_HOMES = {
-    "fingerprint": "npa_infra.journal.guard",
-    "RunLock": "npa_infra.journal.lock",
-    "lock_path": "npa_infra.journal.lock",
-    "AttemptRow": "npa_infra.journal.records",
-    "EventRow": "npa_infra.journal.records",
-    "RunMode": "npa_infra.journal.records",
-    "RunRow": "npa_infra.journal.records",
-    "TransactionRow": "npa_infra.journal.records",
-    "WaveRow": "npa_infra.journal.records",
-    "Journal": "npa_infra.journal.store",
-    "journal_path": "npa_infra.journal.store",
-}
-
-__getattr__ = _lazy_resolver(__name__, _HOMES)

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from npa_infra.catalog.builtin import BUILTIN
 from npa_infra.plan.planner import build_plan
-from npa_infra.spec.source import Limits, LoadedDocument, load_text
+from npa_infra.spec.issues import SpecIssue
+from npa_infra.spec.source import Limits, load_text
 from npa_infra.workflow.planning.loading import load_validated
 from tests.support.specs import growth_chain_spec
 
@@ -93,7 +94,8 @@ def test_load_text_oversized_refused_in_memory_bounded_by_the_cap() -> None:
     def refuse(text: str) -> Callable[[], object]:
         def call() -> object:
             result = load_text(text, "t.yaml", limits=limits)
-            assert not isinstance(result, LoadedDocument)
+            assert isinstance(result, SpecIssue), result  # refused at the cap, not loaded
+            assert result.message == "refused: document has more than 1000 nodes"
             return result
 
         return call
