@@ -11,6 +11,7 @@ in memory bounded by the node cap, not by what composing all of it would take.
 from __future__ import annotations
 
 import cProfile
+import gc
 import itertools
 import pstats
 import tracemalloc
@@ -28,10 +29,17 @@ SIZES = (100, 200, 400, 800)
 
 
 def _calls(call: Callable[[], object]) -> int:
-    profile = cProfile.Profile()
-    profile.enable()
-    call()
-    profile.disable()
+    # Earlier tests leave garbage whose finalizers would run (and be counted) whenever
+    # the collector fires mid-profile; collect it first and hold the collector off.
+    gc.collect()
+    gc.disable()
+    try:
+        profile = cProfile.Profile()
+        profile.enable()
+        call()
+        profile.disable()
+    finally:
+        gc.enable()
     return sum(row[1] for row in pstats.Stats(profile).stats.values())  # type: ignore[attr-defined]  # untyped in typeshed
 
 
