@@ -44,6 +44,7 @@ def _calls(call: Callable[[], object]) -> int:
 
 
 def _peak_bytes(call: Callable[[], object]) -> int:
+    gc.collect()  # earlier tests' garbage is not freed (nor finalized) inside the trace
     tracemalloc.start()
     try:
         call()
