@@ -16,7 +16,7 @@ ifneq ($(wildcard $(SHARED)/design/tool-catalog.json),)
 export NPA_TOOL_CATALOG ?= $(SHARED)/design/tool-catalog.json
 endif
 
-.PHONY: demo test lint bench clean kubectl registry-tools sky-tools graph-tools
+.PHONY: demo test lint bench clean kubectl registry-tools sky-tools graph-tools ns-tools
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,11 +48,16 @@ registry-tools:
 sky-tools:
 	@(command -v socat && command -v nc && command -v rsync) >/dev/null || (apt-get update && apt-get install -y socat netcat-openbsd rsync)
 
+# The real-SkyPilot tests run each API server in a private network and PID namespace
+# (tests/support/privatehost.py): unshare and nsenter from util-linux, ip from iproute2.
+ns-tools:
+	@(command -v unshare && command -v nsenter && command -v ip) >/dev/null || (apt-get update && apt-get install -y util-linux iproute2)
+
 # Graphviz's dot lays out every `plan-spec --format dot` drawing in tests/unit/plan/test_graph.py.
 graph-tools:
 	@command -v dot >/dev/null || (apt-get update && apt-get install -y graphviz)
 
-test: lint kubectl registry-tools sky-tools graph-tools
+test: lint kubectl registry-tools sky-tools graph-tools ns-tools
 	$(BIN)/python -m pytest
 
 # The benchmark compares against `sky --help` of the bootstrapped SkyPilot when one exists

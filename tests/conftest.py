@@ -11,8 +11,9 @@ import os
 from hypothesis import settings
 
 # The real test registry's fixtures (registry.md §5), for every test that asks for one;
-# each registry process starts only when a test first requests it.
-pytest_plugins = ["tests.support.registry.plugin"]
+# each registry process starts only when a test first requests it. Every test runs beside an
+# unrelated listener on SkyPilot's fixed ports 46580 and 50011 (issue 31: tests/support/heldports).
+pytest_plugins = ["tests.support.registry.plugin", "tests.support.heldports"]
 
 settings.register_profile("dev", max_examples=25, deadline=None)
 settings.register_profile("ci", max_examples=200, deadline=None, derandomize=True, print_blob=True)

@@ -72,6 +72,7 @@ def _render_bootstrap(report: BootstrapReport) -> None:
 
 @app.command("status")
 def status_cmd(
+    ctx: typer.Context,
     sky_bin: Annotated[
         str | None,
         typer.Option("--sky-bin", help="The sky binary (else NPA_SKYPILOT_BIN, config)."),
@@ -95,7 +96,7 @@ def status_cmd(
         raise typer.Exit(0)
     from npa_infra.skypilot import status
 
-    report = status.status(sky_bin, os.environ)
+    report = status.status(sky_bin, os.environ, port_check=services.build(ctx.obj).api_ports)
     output.finish(report, _render_status, as_json=as_json)
 
 

@@ -14,7 +14,7 @@ in the verdict for the caller's result.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +24,7 @@ from npa_infra.skypilot import drift, port, venvmeta
 
 __all__ = ["PortChecker", "Probes", "enforce", "observe", "token_vars"]
 
-PortChecker = Callable[[int, Mapping[str, str]], port.PortCheck]
+PortChecker = port.PortChecker
 
 
 def token_vars(env: Mapping[str, str]) -> tuple[str, ...]:

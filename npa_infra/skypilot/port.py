@@ -5,17 +5,24 @@ A SkyPilot client auto-starts, or silently reuses, a local API server on
 user, database and kubeconfig, so before the first ``sky`` call npa finds the
 listening process through /proc and compares its HOME and SKYPILOT_USER_ID
 with the isolated directory's. Unknown ownership fails closed.
+
+``PortChecker`` is the observation's seam: the drift gate, ``npa skypilot
+status`` and the bootstrap self-test take one, and ``Services.api_ports`` holds
+the real one (``check_port``), so a test injects what the ports show instead of
+reading the machine's own. ``check_port(net=...)`` reads another network
+namespace's listening tables (``/proc/<pid>/net``) while the owner is still
+found among this host's processes.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["API_PORT", "EXTRA_PORT", "Ownership", "PortCheck", "check_port"]
+__all__ = ["API_PORT", "EXTRA_PORT", "Ownership", "PortCheck", "PortChecker", "check_port"]
 
 API_PORT = 46580
 EXTRA_PORT = 50011
@@ -40,11 +47,11 @@ class PortCheck(NamedTuple):
         return self.ownership in (Ownership.FREE, Ownership.OURS)
 
 
-def _listening_inodes(port: int, proc: Path) -> set[str]:
+def _listening_inodes(port: int, net: Path) -> set[str]:
     inodes: set[str] = set()
-    for table in ("net/tcp", "net/tcp6"):
+    for table in ("tcp", "tcp6"):
         try:
-            lines = (proc / table).read_text().splitlines()[1:]
+            lines = (net / table).read_text().splitlines()[1:]
         except OSError:
             continue
         for line in lines:
@@ -84,9 +91,19 @@ def _environ(pid: int, proc: Path) -> dict[str, str] | None:
     return out
 
 
-def check_port(port: int, expected: Mapping[str, str], *, proc: Path = Path("/proc")) -> PortCheck:
-    """Compare the listener on ``port`` with the expected HOME and SKYPILOT_USER_ID."""
-    inodes = _listening_inodes(port, proc)
+def check_port(
+    port: int,
+    expected: Mapping[str, str],
+    *,
+    proc: Path = Path("/proc"),
+    net: Path | None = None,
+) -> PortCheck:
+    """Compare the listener on ``port`` with the expected HOME and SKYPILOT_USER_ID.
+
+    ``net`` is the directory of the listening tables (default ``proc/net``: this
+    process's network namespace); the owner is looked up among ``proc``'s processes.
+    """
+    inodes = _listening_inodes(port, proc / "net" if net is None else net)
     if not inodes:
         return PortCheck(port, Ownership.FREE)
     pid = _owner(inodes, proc)
@@ -98,3 +115,7 @@ def check_port(port: int, expected: Mapping[str, str], *, proc: Path = Path("/pr
     home, user = environ.get("HOME"), environ.get("SKYPILOT_USER_ID")
     ours = home == expected.get("HOME") and user == expected.get("SKYPILOT_USER_ID")
     return PortCheck(port, Ownership.OURS if ours else Ownership.FOREIGN, pid, home, user)
+
+
+# (port, the environment a listener must have to be ours) -> what listens there
+PortChecker = Callable[[int, Mapping[str, str]], PortCheck]

@@ -46,6 +46,7 @@ class SkyCli:
         runner: Runner | None = None,
         api_port: int = port.API_PORT,
         check_ports: bool = True,
+        port_check: port.PortChecker = port.check_port,
     ) -> None:
         self.binary = binary
         self.isolated = isolated
@@ -53,6 +54,7 @@ class SkyCli:
         self._runner = runner or SubprocessRunner()
         self._api_port = api_port
         self._check_ports = check_ports
+        self._port_check = port_check
         self._ports_checked = False
 
     # -- plumbing --------------------------------------------------------
@@ -67,7 +69,7 @@ class SkyCli:
         if not self._check_ports or self._ports_checked or env.get("SKYPILOT_API_SERVER_ENDPOINT"):
             return
         for number in (self._api_port, port.EXTRA_PORT):
-            check = port.check_port(number, env)
+            check = self._port_check(number, env)
             if not check.safe:
                 owner = (
                     f"pid {check.pid} (HOME={check.home}, SKYPILOT_USER_ID={check.user_id})"

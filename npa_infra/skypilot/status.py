@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -221,7 +221,7 @@ def _expected_owner(env: Mapping[str, str], config: Mapping[str, Any]) -> dict[s
     return expected
 
 
-PortChecker = Callable[[int, Mapping[str, str]], port.PortCheck]
+PortChecker = port.PortChecker
 
 
 def _api_server(

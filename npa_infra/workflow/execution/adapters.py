@@ -99,7 +99,10 @@ def gated_sky(
     # the real binary is read against its pins; a double's is not, its ports its own
     binary = getattr(sky, "binary", None) if given.real_sky() else None
     verdict = livegate.enforce(
-        binary, env, sky_env=isolated.environment(env) if binary is not None else None
+        binary,
+        env,
+        sky_env=isolated.environment(env) if binary is not None else None,
+        probes=livegate.Probes(port_check=given.api_ports),
     )
     for advisory in verdict.advisories:
         if on_warning is not None:

@@ -173,7 +173,12 @@ def _controller(
     try:
         sky = services.sky(isolated, env, None)
         binary = getattr(sky, "binary", None) if services.real_sky() else None
-        livegate.enforce(binary, env, sky_env=isolated.environment(env) if binary else None)
+        livegate.enforce(
+            binary,
+            env,
+            sky_env=isolated.environment(env) if binary else None,
+            probes=livegate.Probes(port_check=services.api_ports),
+        )
         answer = sky.queue(all_users=True)
     except NpaError as exc:
         return plan.Controller.UNKNOWN, ManagedJobs(

@@ -91,6 +91,7 @@ def verify(
     ``stack`` and ``state_dir`` are the selection's (``-s``/``-p``): whose SkyPilot
     state and config the checks use.
     """
+    from npa_infra.skypilot import status
     from npa_infra.skypilot import verify as skyverify
 
     isolated: IsolatedDir | None = None
@@ -115,6 +116,7 @@ def verify(
         sky_bin=sky_bin,
         env=env,
         cluster_factory=services.cluster,
+        status_probe=lambda environ: status.status(sky_bin, environ, port_check=services.api_ports),
         clock=services.clock.now,
         sleep=services.clock.sleep,
         sky_check=sky_check,

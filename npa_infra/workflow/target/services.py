@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from npa_infra.registry.base import Registry
     from npa_infra.skypilot.base import SkyPilot
     from npa_infra.skypilot.isolation import IsolatedDir
+    from npa_infra.skypilot.port import PortCheck
     from npa_infra.stack.base import StackEngine
     from npa_infra.stack.runner import RunnerSettings
     from npa_infra.storage.base import ObjectStore
@@ -41,6 +42,7 @@ __all__ = [
     "Services",
     "SkyFactory",
     "StoreFactory",
+    "check_api_port",
     "find_tool",
     "open_cluster",
     "open_engine",
@@ -83,6 +85,8 @@ RegistryFactory = Callable[[Mapping[str, str], "str | None", Sequence[str]], "Re
 # (S3 endpoint or None for boto3's own resolution) -> the object store
 StoreFactory = Callable[["str | None"], "ObjectStore"]
 EngineFactory = Callable[["RunnerSettings"], "StackEngine"]
+# (local API server port, the environment its listener must have to be ours) -> who listens
+ApiPortChecker = Callable[[int, Mapping[str, str]], "PortCheck"]
 
 
 def open_engine(settings: RunnerSettings) -> StackEngine:
@@ -174,6 +178,13 @@ def open_store(endpoint: str | None) -> ObjectStore:
     return BotoStore.create(endpoint_url=endpoint or None)
 
 
+def check_api_port(number: int, expected: Mapping[str, str]) -> PortCheck:
+    """Who listens on this host's 127.0.0.1:``number`` (``skypilot.port.check_port``)."""
+    from npa_infra.skypilot import port
+
+    return port.check_port(number, expected)
+
+
 def find_tool(name: str) -> str | None:
     """The executable ``name`` on this process's PATH (``shutil.which``), or None."""
     import shutil
@@ -203,6 +214,8 @@ class Services:
     progress: Callable[[str], None] = silent  # one line per change, for people
     isolated_dir: Path | None = None  # None: resolved from the stack and configuration
     which: Callable[[str], str | None] = find_tool  # the operator's own tools (socat, rsync)
+    # the drift gate's and `skypilot status`'s look at the local API server ports
+    api_ports: ApiPortChecker = check_api_port
 
     def real_sky(self) -> bool:
         """Whether ``sky`` is the real SkyPilot, whose binary the drift gate reads."""

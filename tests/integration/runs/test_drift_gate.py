@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -20,12 +21,14 @@ from typer.testing import CliRunner
 
 from npa_infra.cli.main import app
 from npa_infra.errors import SkyPilotDriftError
+from npa_infra.skypilot import port
 from npa_infra.workflow.execution import liverun
 from npa_infra.workflow.operations import cancellation, runstatus
 from npa_infra.workflow.submission import pipeline
 from npa_infra.workflow.target.services import Services
 from tests.integration.runs.world import ROOT, SIM_PORT, World
 from tests.support import skyvenv
+from tests.support.freeports import nothing_listens
 
 MINIMAL = ROOT / "workflows/testing/minimal.yaml"
 RUNNING = {"command": "jobs.launch", "action": "timeline", "statuses": ["RUNNING"]}
@@ -81,6 +84,36 @@ def test_submit_drifted_venv_refused_before_journal_or_launch(
     assert caught.value.remedy == "npa skypilot bootstrap" and caught.value.exit_code == 1
     assert world.sim_calls() == []  # not one sky call, so no launch
     assert world.status("drift-1").status == "NOT_FOUND"  # nothing journaled
+
+
+def test_submit_local_server_seen_through_services_api_ports(world: World) -> None:
+    """The gate's look at the fixed ports is ``Services.api_ports`` (issue 31): a foreign
+    listener it reports refuses the submit before any ``sky`` call, naming the pid; on a
+    machine where nothing listens the same submit launches once. Neither reads this
+    machine's own ports, which an unrelated listener holds during the suite."""
+    venv = _venv(world, skyvenv.GOOD)
+    env = {k: v for k, v in venv.env(world).items() if k != "SKYPILOT_API_SERVER_ENDPOINT"}
+    looked: list[tuple[int, str]] = []
+
+    def foreign(number: int, expected: Mapping[str, str]) -> port.PortCheck:
+        looked.append((number, expected["HOME"]))
+        return port.PortCheck(number, port.Ownership.FOREIGN, 4242, "/elsewhere", "npa-x")
+
+    refused = dataclasses.replace(_services(world), api_ports=foreign)
+    with pytest.raises(SkyPilotDriftError) as caught:
+        pipeline.submit(MINIMAL, world.options(run_id="port-1"), env=env, services=refused)
+    assert caught.value.details["api_server"] == {
+        "port": 46580,
+        "ownership": "foreign",
+        "pid": 4242,
+    }
+    assert looked == [(46580, str(world.isolated.home))]  # the isolated directory's HOME
+    assert world.sim_calls() == []
+
+    free = dataclasses.replace(_services(world), api_ports=nothing_listens)
+    result = pipeline.submit(MINIMAL, world.options(run_id="port-2"), env=env, services=free)
+    assert isinstance(result, liverun.LiveResult)
+    assert (result.exit_code, len(_launches(world))) == (0, 1), result.to_json()
 
 
 def test_submit_repaired_venv_passes_gate_and_launches_once(world: World) -> None:

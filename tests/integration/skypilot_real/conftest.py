@@ -5,10 +5,15 @@ The venv is built by the real ``bootstrap()`` into a cached directory,
 that already passes the gate is reused: that is bootstrap's idempotence path.
 The first build downloads SkyPilot and takes minutes.
 
-SkyPilot's local API server listens on the fixed 127.0.0.1:46580. The session
-refuses to start when anything already listens there (or on 50011), with a
-clear message instead of a hang or a shared server, and at the end stops the
-server only when the port check proves it is the one these tests started.
+SkyPilot's local API server listens on the fixed 127.0.0.1:46580 and 50011 and
+leaves its request-queue manager behind when it stops (team-mode.md §6.1), so
+no real server runs on this machine's own network (issue 31): every ``sky`` call
+that may start one runs inside a ``PrivateHost`` (its own network and PID
+namespace, ``tests/support/privatehost.py``), one for the bootstrap's self-test
+and one per module, and the namespace's end ends every process of it. The
+machine's own ports are never read or needed. After each test, a ``sky``
+process left on this machine with HOME under the session's temporary directory
+fails that test, naming the PIDs.
 
 ``record()`` keeps the real outputs as golden files under
 ``tests/fixtures/skypilot/real/`` for the simulator: written when missing or
@@ -17,40 +22,36 @@ when ``NPA_RECORD_GOLDEN=1``, otherwise compared byte for byte.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import signal
-import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from npa_infra.errors import NpaError
-from npa_infra.skypilot import bootstrap, port
+from npa_infra.skypilot import bootstrap
 from npa_infra.skypilot.bootstrap import BootstrapReport
 from npa_infra.skypilot.isolation import ControllerSettings, IsolatedDir
 from npa_infra.skypilot.models import CommandResult, QueueResult
 from npa_infra.skypilot.runner import SubprocessRunner
 from npa_infra.skypilot.skycli import SkyCli
+from tests.support.privatehost import PrivateHost, PrivateHostError, leftover_sky_processes
 
 REPO = Path(__file__).resolve().parents[3]
 GOLDEN = REPO / "tests" / "fixtures" / "skypilot" / "real"
 # A fixed identity keeps the recorded controller name stable across runs.
 USER_ID = "npa-realtest01"
-# The API port is one per host: concurrent test sessions take turns instead of colliding.
-HOST_LOCK = Path(tempfile.gettempdir()) / f"npa-skypilot-{port.API_PORT}.tests.lock"
-HOST_LOCK_TIMEOUT = 900.0
 
 
 class Recorder:
-    """The real subprocess runner, keeping every result for the golden files."""
+    """The real subprocess runner inside ``host``, keeping every result for the golden files."""
 
-    def __init__(self) -> None:
-        self.inner = SubprocessRunner()
+    def __init__(self, host: PrivateHost) -> None:
+        self.inner = host.runner(SubprocessRunner())
         self.results: list[CommandResult] = []
 
     @property
@@ -81,6 +82,7 @@ class RealSky:
     npa_home: Path
     cli: SkyCli
     recorder: Recorder
+    host: PrivateHost
     first_queue: QueueResult
     first_queue_raw: CommandResult
 
@@ -119,51 +121,34 @@ def record(name: str, text: str) -> None:
     )
 
 
-@contextmanager
-def _host_lock() -> Iterator[None]:
-    """Exclusive use of the fixed API port among real-SkyPilot test sessions on this host."""
-    fd = os.open(HOST_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
-
-    def give_up(_signum: int, _frame: object) -> None:
-        raise TimeoutError
-
-    previous = signal.signal(signal.SIGALRM, give_up)
+def private_host() -> PrivateHost:
+    """A new ``PrivateHost``; where namespaces cannot be made, a failure under CI, else a skip."""
     try:
-        # Block on the lock itself (no polling); the alarm bounds the wait.
-        signal.setitimer(signal.ITIMER_REAL, HOST_LOCK_TIMEOUT)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except TimeoutError:
-            pytest.fail(
-                f"another real-SkyPilot test session has held {HOST_LOCK} for "
-                f"{HOST_LOCK_TIMEOUT:.0f}s; wait for it to finish and rerun",
-                pytrace=False,
-            )
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-        yield
-    finally:
-        signal.signal(signal.SIGALRM, previous)
-        os.close(fd)
+        return PrivateHost.start()
+    except PrivateHostError as exc:
+        message = f"the real SkyPilot tests run their server in a private namespace: {exc}"
+        if os.environ.get("CI"):
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
 
 
-def _require_free_ports() -> None:
-    for number in (port.API_PORT, port.EXTRA_PORT):
-        found = port.check_port(number, {})
-        if found.ownership is not port.Ownership.FREE:
-            owner = f"pid {found.pid} (HOME={found.home})" if found.pid else "an unknown process"
-            leftover = (
-                " It looks left over by an interrupted real-SkyPilot test session."
-                if "/sky-state" in (found.home or "")
-                else ""
-            )
-            pytest.fail(
-                f"127.0.0.1:{number} is already held by {owner}.{leftover} The real SkyPilot "
-                "tests start their own local API server on that fixed port and never share or "
-                "stop someone else's: stop it (`sky api stop`, e.g. "
-                ".cache/skypilot-venv/bin/sky api stop) and rerun.",
-                pytrace=False,
-            )
+def is_sky(argv: Sequence[str]) -> bool:
+    """A ``sky`` call (the one kind of command that may start an API server)."""
+    return Path(argv[0]).name == "sky"
+
+
+@pytest.fixture(autouse=True)
+def no_sky_left_behind(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Fail the test after which a ``sky`` process of this session still runs on this machine."""
+    yield
+    root = tmp_path_factory.getbasetemp()
+    left = leftover_sky_processes(root)
+    for process in left:
+        with suppress(ProcessLookupError):
+            os.kill(process.pid, signal.SIGKILL)
+    assert not left, "SkyPilot processes outlived this test (killed now): " + "; ".join(
+        p.describe() for p in left
+    )
 
 
 def _clean_env(npa_home: Path) -> dict[str, str]:
@@ -171,12 +156,6 @@ def _clean_env(npa_home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(drop) and k != "KUBECONFIG"}
     env["NPA_HOME"] = str(npa_home)
     return env
-
-
-def _stop_own_server(cli: SkyCli) -> None:
-    env = cli.environment()
-    if port.check_port(port.API_PORT, env).ownership is port.Ownership.OURS:
-        SubprocessRunner().run([str(cli.binary), "api", "stop"], env=env, timeout=120)
 
 
 @dataclass
@@ -197,17 +176,22 @@ def real_venv(tmp_path_factory: pytest.TempPathFactory) -> RealVenv:
     npa_home = tmp_path_factory.mktemp("npa-home")
     base = _clean_env(npa_home)
     started = time.monotonic()
-    with _host_lock():  # the self-test starts (and stops) a server on the fixed port
-        _require_free_ports()
-        try:
-            report = bootstrap.bootstrap(
-                cache, os.environ.get("NPA_TEST_SKYPILOT_PYTHON"), env=base, save=False
-            )
-        except NpaError as exc:
-            pytest.fail(
-                f"real SkyPilot bootstrap failed: {exc.message}\nHint: {exc.remedy}",
-                pytrace=False,
-            )
+    host = private_host()  # the self-test's `sky jobs queue` starts a server: inside, then gone
+    try:
+        report = bootstrap.bootstrap(
+            cache,
+            os.environ.get("NPA_TEST_SKYPILOT_PYTHON"),
+            env=base,
+            save=False,
+            runner=host.runner(SubprocessRunner(), only=is_sky),  # pip keeps this network
+            port_check=host.port_check,
+        )
+    except NpaError as exc:
+        pytest.fail(
+            f"real SkyPilot bootstrap failed: {exc.message}\nHint: {exc.remedy}", pytrace=False
+        )
+    finally:
+        host.close()
     return RealVenv(report, time.monotonic() - started, cache, base, npa_home)
 
 
@@ -215,23 +199,18 @@ def real_venv(tmp_path_factory: pytest.TempPathFactory) -> RealVenv:
 def real_sky(real_venv: RealVenv, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealSky]:
     """An isolated directory whose first ``sky`` call starts this module's own API server.
 
-    Module scope: the server (which also holds 127.0.0.1:50011) is stopped as
-    soon as the real tests are done, before any other test runs.
+    Module scope, in this module's own ``PrivateHost``: the server and every process
+    it leaves end with the namespace when the module's tests are done.
     """
-    with _host_lock():
-        yield from _module_server(real_venv, tmp_path_factory)
-
-
-def _module_server(
-    real_venv: RealVenv, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[RealSky]:
-    _require_free_ports()
+    host = private_host()
     root = tmp_path_factory.mktemp("sky-state")
     env = {**real_venv.env, "SKYPILOT_USER_ID": USER_ID, "KUBECONFIG": str(root / "no-kubeconfig")}
     isolated = IsolatedDir(root)
     isolated.prepare(env, context=None, controller=ControllerSettings())
-    recorder = Recorder()
-    cli = SkyCli(Path(real_venv.report.sky_bin), isolated, env, runner=recorder)
+    recorder = Recorder(host)
+    cli = SkyCli(
+        Path(real_venv.report.sky_bin), isolated, env, runner=recorder, port_check=host.port_check
+    )
     try:
         first = cli.queue()  # starts this module's own local API server
         yield RealSky(
@@ -243,8 +222,9 @@ def _module_server(
             real_venv.npa_home,
             cli,
             recorder,
+            host,
             first,
             recorder.last,
         )
     finally:
-        _stop_own_server(cli)
+        host.close()

@@ -17,7 +17,14 @@ from npa_infra.skypilot import bootstrap, classify, pins, status
 from npa_infra.skypilot.bootstrap import BootstrapStatus
 from npa_infra.skypilot.models import DownOutcome, ErrorKind, QueueVerdict
 from npa_infra.skypilot.runner import SubprocessRunner
-from tests.integration.skypilot_real.conftest import USER_ID, RealSky, golden_text, record
+from npa_infra.workflow.target.services import Services
+from tests.integration.skypilot_real.conftest import (
+    USER_ID,
+    RealSky,
+    golden_text,
+    is_sky,
+    record,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +44,14 @@ def test_real_bootstrap_cache_is_live_and_passes_gate(real_sky: RealSky) -> None
 
 
 def test_real_bootstrap_rerun_unchanged(real_sky: RealSky) -> None:
-    again = bootstrap.bootstrap(real_sky.cache, None, env=real_sky.env, save=False)
+    again = bootstrap.bootstrap(
+        real_sky.cache,
+        None,
+        env=real_sky.env,
+        save=False,
+        runner=real_sky.host.runner(SubprocessRunner(), only=is_sky),
+        port_check=real_sky.host.port_check,
+    )
 
     assert again.status is BootstrapStatus.UNCHANGED
     assert again.model_dump() == {**real_sky.report.model_dump(), "status": "unchanged"}
@@ -115,7 +129,11 @@ def test_real_npa_skypilot_status_json_ok(real_sky: RealSky) -> None:
     status.clear_gate_cache()
 
     result = CliRunner().invoke(
-        app, ["skypilot", "status", "--json"], env=env, catch_exceptions=False
+        app,
+        ["skypilot", "status", "--json"],
+        env=env,
+        obj=Services(api_ports=real_sky.host.port_check),  # the module's server, in its host
+        catch_exceptions=False,
     )
 
     assert result.exit_code == 0, result.stdout + result.stderr

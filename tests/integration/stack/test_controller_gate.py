@@ -25,6 +25,7 @@ from npa_infra.stack.models import ControllerStatus, DestroyStatus
 from npa_infra.workflow.operations import controllercleanup, teardown
 from npa_infra.workflow.target.services import Clock, Services
 from tests.integration.skypilot.simenv import Sim, make_sim
+from tests.support.freeports import nothing_listens
 from tests.support.skysim import harness
 from tests.unit.journal import a_record, a_run, a_wave, an_attempt
 
@@ -82,6 +83,7 @@ def services(sim: Sim, clock: FakeClock, lines: list[str]) -> Services:
         clock=Clock(clock.now, clock.sleep, lambda: 0.0),
         progress=lines.append,
         isolated_dir=sim.root / "state",
+        api_ports=nothing_listens,  # the gate's port rule is not what these tests are about
     )
 
 

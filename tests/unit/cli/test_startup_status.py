@@ -58,13 +58,29 @@ AUTH_POD = {
     },
 }
 
+# Status runs the real drift gate, which looks at SkyPilot's fixed ports; these tests are not
+# about them, so each child sees a machine where nothing listens there (issue 31).
+_NO_PORTS = (
+    "from npa_infra.workflow.target.services import Services\n"
+    "from tests.support.freeports import nothing_listens\n"
+)
+_STATUS_CHILD = _CLI_CHILD.replace("import json, sys\n", "import json, sys\n" + _NO_PORTS).replace(
+    'app(args, prog_name="npa")',
+    'app(args, prog_name="npa", obj=Services(api_ports=nothing_listens))',
+)
+assert _STATUS_CHILD.count("nothing_listens") == 2, "test_startup's _CLI_CHILD changed shape"
+
 # ``npa_infra.run_status``, the SDK's entry, in a fresh interpreter
 _SDK_STATUS_CHILD = textwrap.dedent(
     """\
     import json, os, sys
     import npa_infra
+    from npa_infra.workflow.target.services import Services
+    from tests.support.freeports import nothing_listens
     report, heavy, run_id = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
-    result = npa_infra.run_status(run_id, env=os.environ)
+    result = npa_infra.run_status(
+        run_id, env=os.environ, services=Services(api_ports=nothing_listens)
+    )
     with open(report, "w") as fh:
         loaded = [m for m in heavy if m in sys.modules]
         json.dump({"code": result.exit_code, "loaded": loaded, "status": result.status}, fh)
@@ -120,7 +136,7 @@ def test_status_of_live_job_fresh_interpreter_reads_queue_only_loads_no_heavy_mo
     _launch(world, "live-1", _timeline(*statuses))
     queues, pods = _queue_reads(world), _pod_lists(fake_kube)
 
-    result = _fresh(world, tmp_path, _CLI_CHILD, *STATUS, "live-1")
+    result = _fresh(world, tmp_path, _STATUS_CHILD, *STATUS, "live-1")
 
     assert result["code"] == 0
     assert f"status: {expected}" in str(result["stdout"])
@@ -149,7 +165,7 @@ def test_status_cached_of_pending_job_fresh_interpreter_reads_nothing_loads_no_h
     _launch(world, "cached-1", PENDING, AUTH_POD)
     queues, pods = _queue_reads(world), _pod_lists(fake_kube)
 
-    result = _fresh(world, tmp_path, _CLI_CHILD, *STATUS, *args)
+    result = _fresh(world, tmp_path, _STATUS_CHILD, *STATUS, *args)
 
     assert result["code"] == 0
     assert "cached-1" in str(result["stdout"])
@@ -165,7 +181,7 @@ def test_status_of_pending_job_fresh_interpreter_loads_kubernetes_for_its_pod_re
     _launch(world, "pending-1", PENDING, AUTH_POD)
     queues, pods = _queue_reads(world), _pod_lists(fake_kube)
 
-    result = _fresh(world, tmp_path, _CLI_CHILD, *STATUS, "pending-1")
+    result = _fresh(world, tmp_path, _STATUS_CHILD, *STATUS, "pending-1")
 
     assert result["code"] == 0
     assert "status: PENDING" in str(result["stdout"])
@@ -185,7 +201,7 @@ def test_status_of_decisionless_runtime_run_fresh_interpreter_loads_no_heavy_mod
     assert (submitted.exit_code, len(submitted.job_ids)) == (1, 3), submitted.to_json()
     queues, pods = _queue_reads(world), _pod_lists(fake_kube)
 
-    result = _fresh(world, tmp_path, _CLI_CHILD, *STATUS, "rt-nodecision")
+    result = _fresh(world, tmp_path, _STATUS_CHILD, *STATUS, "rt-nodecision")
 
     assert result["code"] == 1
     assert "status: FAILED" in str(result["stdout"])
@@ -203,7 +219,7 @@ def test_status_of_decision_routed_runtime_run_fresh_interpreter_never_loads_bot
     submitted = submit_runtime(world, s3_server, "rt-decided")
     assert (submitted.exit_code, len(submitted.job_ids)) == (0, 4), submitted.to_json()
 
-    result = _fresh(world, tmp_path, _CLI_CHILD, *STATUS, "rt-decided")
+    result = _fresh(world, tmp_path, _STATUS_CHILD, *STATUS, "rt-decided")
 
     assert result["code"] == 0
     assert "status: SUCCEEDED" in str(result["stdout"])

@@ -148,3 +148,23 @@ def test_check_port_real_listener_identifies_this_process(listener: int) -> None
 def test_check_port_real_listener_other_home_foreign(listener: int) -> None:
     result = check_port(listener, {"HOME": "/nowhere", "SKYPILOT_USER_ID": "npa-x"})
     assert (result.ownership, result.pid) == (Ownership.FOREIGN, os.getpid())
+
+
+def test_check_port_net_reads_another_namespaces_tables_owner_among_these_processes(
+    tmp_path: Path,
+) -> None:
+    """``net=`` (a private namespace's ``/proc/<pid>/net``): its listener is found there while
+    this namespace's own table lists nothing, and its owner among this host's processes."""
+    proc = _proc(
+        tmp_path / "proc",
+        owners={88: ["socket:[5151]"]},
+        environs={88: {"HOME": HOME, "SKYPILOT_USER_ID": USER}},
+    )
+    inside = tmp_path / "proc" / "88" / "net"
+    inside.mkdir()
+    (inside / "tcp").write_text(TCP_HEADER + _tcp_line(46580, 5151))
+    (inside / "tcp6").write_text(TCP_HEADER)
+
+    assert check_port(46580, EXPECTED, proc=proc).ownership is Ownership.FREE
+    found = check_port(46580, EXPECTED, proc=proc, net=inside)
+    assert (found.ownership, found.pid) == (Ownership.OURS, 88)
