@@ -1,7 +1,10 @@
 """The ``npa`` entry point: the root command group and the top-level error handler."""
 
+from __future__ import annotations
+
 import os
 import sys
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -15,6 +18,9 @@ from npa_infra.cli import (
     stack,
     workflow,
 )
+
+if TYPE_CHECKING:
+    from npa_infra.workflow.target.services import Services
 
 __all__ = ["app", "run"]
 
@@ -63,13 +69,17 @@ def _root(
         os.environ["NPA_DEBUG"] = "1"
 
 
-def run() -> None:
-    """Console-script entry: expected failures exit with their code, the rest with one line."""
+def run(services: Services | None = None) -> None:
+    """Console-script entry: expected failures exit with their code, the rest with one line.
+
+    ``services`` (an embedding caller's, a test's) becomes the root context's object, from
+    which every command builds its adapters; None: the real ones.
+    """
     from npa_infra import signals
 
     signals.install()  # SIGTERM and SIGHUP stop a command the way Ctrl-C does
     try:
-        app()
+        app(obj=services)
     except SystemExit as exc:
         if exc.code == 130 and signals.received() is not None:
             raise SystemExit(signals.exit_code()) from None

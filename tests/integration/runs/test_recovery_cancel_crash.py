@@ -52,11 +52,20 @@ HANG_AFTER_CANCEL = {
 WAIT = 120.0  # the longest any step here may take before the test gives up
 
 
+# The real CLI's entry with the real services, but for the drift gate's look at SkyPilot's fixed
+# ports: this test is not about them, and an unrelated process holds them (issue 31).
+_ENTRY = """\
+import sys
+sys.argv = ["npa", *sys.argv[1:]]
+from npa_infra.cli.main import run
+from npa_infra.workflow.target.services import Services
+from tests.support.freeports import nothing_listens
+run(Services(api_ports=nothing_listens))
+"""
+
+
 def _npa(*args: str) -> list[str]:
-    code = (
-        "import sys; sys.argv = ['npa', *sys.argv[1:]]; from npa_infra.cli.entry import run; run()"
-    )
-    return [sys.executable, "-c", code, "workbench", "workflow", "submit", *args]
+    return [sys.executable, "-c", _ENTRY, "workbench", "workflow", "submit", *args]
 
 
 def _process_env(world: World) -> dict[str, str]:
