@@ -375,10 +375,10 @@ def _verify_adopted(
 
 
 def attempt_name(base: str, attempt: int) -> str:
-    if attempt < 2:
-        return base
-    suffix = f"-a{attempt}"
-    return base[: 60 - len(suffix)] + suffix
+    """The ``-aN`` name of attempt ``attempt`` of the job named ``base`` (plan.waves)."""
+    from npa_infra.plan import waves
+
+    return waves.attempt_name(base, attempt)
 
 
 def _reenter(record: TransactionRecord, clock: Clock) -> TransactionRecord:
