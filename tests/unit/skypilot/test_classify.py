@@ -52,7 +52,7 @@ def recorded(scenario: str) -> CommandResult:
         ("launch_sync_failed", ErrorKind.UNKNOWN),
         ("queue_no_controller", ErrorKind.CLUSTER_NOT_UP),
         ("queue_server_error", ErrorKind.SERVER),
-        ("cancel_duplicate_name", ErrorKind.UNKNOWN),
+        ("cancel_duplicate_name", ErrorKind.NONE),  # exit 0: only parse_cancel can tell
         ("cancel_selector", ErrorKind.USAGE),
         ("down_aborted", ErrorKind.ABORTED),
         ("down_transport", ErrorKind.TRANSPORT),
