@@ -54,6 +54,11 @@ Four families:
   attempts, adopted ids or none) and journal runs beside plan-only run ids (any
   status, times stepping back), for ``workflow logs``' selection and ``workflow
   list``'s rows.
+- ``run_ids`` / ``run_id_variants`` / ``wave_identities`` / ``attempts``: valid run ids
+  that lowercasing, sanitising and the 60-character cut confuse (case swaps, ``_``/``-``/``.``
+  swaps, shared long prefixes, ``-aN`` and hash-shaped tails, a run's own job name used as
+  a run id), and runtime wave identities re-split so ``<run>-<WW>-<wave>`` reads alike,
+  for the one-to-one job names of ``plan.waves`` (issue 24).
 - ``drain_worlds``: nodes, pods bound to them (or elsewhere; DaemonSet, mirror,
   terminating) and PodDisruptionBudgets with any selector, amount, eviction
   policy and status, for the drain preview's rules (kubernetes.md §7).
@@ -62,6 +67,7 @@ Four families:
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -1738,3 +1744,74 @@ def yaml_documents() -> st.SearchStrategy[dict[str, Any]]:
         max_leaves=10,
     )
     return st.dictionaries(st.text(alphabet=_YAML_CHARS, max_size=16), values, max_size=5)
+
+
+# -- job names (plan.waves.job_name, issue 24) ----------------------------------------------
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")  # cli.md §0 "Run ids"
+_ID_CHARS = "ab0-_.AZ"
+
+
+@st.composite
+def run_ids(draw: st.DrawFn) -> str:
+    """Valid run ids from a small alphabet: short, or around the 60-character cut with a
+    repetitive body, so lowercasing, sanitising and cutting collide often."""
+    head = draw(st.sampled_from("aAbz0Z9"))
+    tail = draw(st.text(alphabet=_ID_CHARS, max_size=10))
+    if draw(st.booleans()):
+        body = (draw(st.sampled_from(["a", "r", "ab-", "x_"])) * 70)[: draw(st.integers(40, 70))]
+        tail = body + tail
+    return (head + tail)[:96]
+
+
+def _resplit(draw: st.DrawFn, shown: str) -> tuple[str, int, str] | None:
+    """Another ``(run, index, wave name)`` whose ``<run>-<WW>-<wave>`` reads like ``shown``."""
+    parts = shown.split("-")
+    cuts = [k for k in range(1, len(parts) - 1) if parts[k].isdigit() and len(parts[k]) < 5]
+    if not cuts:
+        return None
+    k = draw(st.sampled_from(cuts))
+    run, rest = "-".join(parts[:k]), "-".join(parts[k + 1 :])
+    return (run, int(parts[k]), rest) if RUN_ID.match(run) and rest else None
+
+
+@st.composite
+def run_id_variants(draw: st.DrawFn, run_id: str) -> str:
+    """A valid run id that sanitising, the cut, an ``-aN`` or hash-shaped tail, or copying
+    ``run_id``'s own job name could confuse with ``run_id`` (or any other valid id)."""
+    from npa_infra.plan import waves
+
+    how = draw(st.sampled_from(["case", "swap", "tail", "attempt", "hash", "job", "any"]))
+    i = draw(st.integers(0, len(run_id) - 1))
+    candidate = {
+        "case": run_id[:i] + run_id[i].swapcase() + run_id[i + 1 :],
+        "swap": run_id[:i] + draw(st.sampled_from("-_.a")) + run_id[i + 1 :],
+        "tail": run_id[: draw(st.integers(1, 61))] + draw(st.text(alphabet=_ID_CHARS, max_size=6)),
+        "attempt": f"{run_id}-a{draw(st.integers(2, 12))}",
+        "hash": f"{run_id}-{draw(st.text(alphabet='0123456789abcdef', min_size=10, max_size=10))}",
+        "job": waves.job_name(run_id),
+        "any": draw(run_ids()),
+    }[how][:96]
+    return candidate if RUN_ID.match(candidate) else draw(run_ids())
+
+
+_WAVE_NAMES = st.text(alphabet="ab0-_.B 1", min_size=1, max_size=24) | st.sampled_from(
+    ["train", "eval-01-x", "grp-b2", "x-a3", "stage-12", "00-x", "Stage.Seven"]
+)
+
+
+@st.composite
+def wave_identities(draw: st.DrawFn, run_id: str | None = None) -> tuple[str, int, str, int | None]:
+    """``(run id, wave index, wave name, batch)`` of one runtime job; now and then a re-split
+    of another identity's ``<run>-<WW>-<wave>`` text, which reads the same."""
+    run = run_id if run_id is not None else draw(run_ids())
+    index = draw(st.integers(0, 12) | st.integers(0, 1200))
+    name = draw(_WAVE_NAMES)
+    batch = draw(st.none() | st.integers(1, 12))
+    if run_id is None and draw(st.integers(0, 3)) == 0:
+        other = _resplit(draw, f"{run}-{index:02d}-{name}")
+        if other is not None:
+            run, index, name = other
+    return run, index, name, batch
+
+
+attempts = st.integers(1, 3) | st.integers(1, 1000)

@@ -387,16 +387,16 @@ def render_plan(
         return [_job(waves_mod.job_name(plan.run_id), None, "serial", plan.steps, s)]
     jobs: list[RenderedJob] = []
     for wave in waves_mod.compute(plan, max_concurrency_cap=max_concurrency_cap):
-        name = waves_mod.job_name(plan.run_id, wave)
         if wave.kind == "serial":
+            name = waves_mod.job_name(plan.run_id, wave)
             jobs.append(_job(name, wave.index, "serial", wave.steps, s))
             continue
         size = max(1, -(-len(wave.steps) // wave.batches))
         for b in range(wave.batches):
             batch = wave.steps[b * size : (b + 1) * size]
             if batch:
-                suffix = f"-b{b + 1}" if wave.batches > 1 else ""
-                jobs.append(
-                    _job(name[: 60 - len(suffix)] + suffix, wave.index, "parallel", batch, s)
-                )
+                # -bN names one JobGroup of a wave run in several batches (plan.waves.job_name)
+                number = b + 1 if wave.batches > 1 else None
+                name = waves_mod.job_name(plan.run_id, wave, batch=number)
+                jobs.append(_job(name, wave.index, "parallel", batch, s))
     return jobs

@@ -55,6 +55,13 @@ class ReconciliationState(StrEnum):
     ABSENT = "absent"
     UNAVAILABLE = "unavailable"
     AMBIGUOUS = "ambiguous"
+    # one job has the name, but it is not proven this launch's own (runs.ownership)
+    FOREIGN = "foreign"  # its tasks carry another launch identity
+    UNPROVEN = "unproven"  # it carries none
+
+    @property
+    def not_ours(self) -> bool:
+        return self in (ReconciliationState.FOREIGN, ReconciliationState.UNPROVEN)
 
 
 class Evidence(StrEnum):

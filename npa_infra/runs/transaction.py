@@ -11,9 +11,12 @@ The algorithm (runtime-reference.md §1 Algorithm, with the asynchronous
 request rules of §1 "npa-infra must"):
 
 1. START: reconcile by exact name. No request was ever sent by this
-   transaction, so ``absent`` is authoritative. ``found`` → ``adopted`` /
-   ``adopt_existing`` (whatever the status); ``absent`` → READINESS;
-   ``unavailable``/``ambiguous`` → ``indeterminate`` / ``block_indeterminate``.
+   transaction, so ``absent`` is authoritative. ``found`` (the one job is
+   this launch's own, ``runs.ownership``) → ``adopted`` / ``adopt_existing``
+   (whatever the status); ``absent`` → READINESS; ``unavailable``/
+   ``ambiguous``, or a job that is ``foreign`` or ``unproven`` →
+   ``indeterminate`` / ``block_indeterminate``: never adopted, never launched
+   beside (issue 24).
 2. READINESS: not ready → ``readiness_blocked`` (nothing is in flight). Ready
    after a transient retry with the deadline passed →
    ``recovery_deadline_exhausted_verified_absent``. Otherwise LAUNCH.
@@ -26,8 +29,8 @@ request rules of §1 "npa-infra must"):
    read, one tick later, not from a read of its own right after the POST
    (issue 19). ``found`` → ``submitted_and_reconciled`` when
    accepted, else ``adopt_after_uncertain_launch`` (the id always comes from
-   the queue); ``unavailable``/``ambiguous`` → block (uncertain success when
-   accepted); ``absent`` before the request settled → REQUEST_CHECK;
+   the queue); ``unavailable``/``ambiguous``/``foreign``/``unproven`` → block
+   (uncertain success when accepted); ``absent`` before the request settled → REQUEST_CHECK;
    ``absent`` after it settled is authoritative: a SUCCEEDED request without
    a job blocks; a transient (or interrupted) latest failure backs off unless
    the delay would pass the deadline; anything else is
@@ -59,7 +62,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from npa_infra.errors import InvariantError
-from npa_infra.runs import backoff, classifier, skyoutput
+from npa_infra.runs import backoff, classifier, ownership, skyoutput
 from npa_infra.runs.children import ChildIdentity
 from npa_infra.runs.models import (
     Category,
@@ -215,6 +218,10 @@ def on_reconciled(
     seen = replace(record, reconciliations=(*record.reconciliations, obs))
     if state in (ReconciliationState.UNAVAILABLE, ReconciliationState.AMBIGUOUS):
         seen = replace(seen, reconciliation_error=obs.error or f"job queue {obs.state.value}")
+    if state.not_ours:
+        found = f"job {obs.job_ids[0]}" if obs.job_ids else "the job"
+        error = f"{found} named {record.job_name} is not this launch's: {obs.error or state.value}"
+        seen = replace(seen, reconciliation_error=error)
     if record.phase in _INITIAL_PHASES:
         return _after_initial_lookup(seen, state, obs, now)
     return _after_launch_lookup(seen, state, obs, now, jitter)
@@ -459,6 +466,9 @@ def settled(record: TransactionRecord) -> bool:
 
 def remedy_for(record: TransactionRecord, resume_command: str) -> str:
     """The operator's next step for a finished record; empty when nothing is needed."""
+    held = _held_by_another(record)
+    if held is not None:  # a resume would find the same job again (issue 24)
+        return held
     if record.state in _REENTRY_REMEDY:  # §1 Checkpoints and remedy
         return (
             f"rerun the identical command with --resume-run: {resume_command}; "
@@ -605,6 +615,18 @@ def _finish(
         poll_delay=0.0,
         backoff_delay=0.0,
     )
+
+
+def _held_by_another(record: TransactionRecord) -> str | None:
+    """The remedy when the transaction stopped at a job that holds its name but is not its
+    own (runs.ownership); None otherwise."""
+    if record.state is not LaunchState.INDETERMINATE or not record.reconciliations:
+        return None
+    last = record.reconciliations[-1]
+    if not last.state.not_ours:
+        return None
+    job_id = last.job_ids[0] if last.job_ids else None
+    return ownership.remedy(record.job_name, job_id, last.error or last.state.value)
 
 
 def _latest_request_id(record: TransactionRecord) -> str | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 
+from npa_infra.runs import ownership
 from npa_infra.skypilot.models import (
     ApiRequest,
     ApiStatusResult,
@@ -205,9 +206,21 @@ def _record(raw: object) -> QueueRecord | None:
             cluster_name_on_cloud=_opt(raw.get("cluster_name_on_cloud")),
             user_hash=_opt(raw.get("user_hash")),
             user_name=_opt(raw.get("user_name")),
+            launch_id=_launch_id(raw.get("metadata")),
         )
     except (KeyError, ValueError, TypeError, OverflowError):
         return None
+
+
+def _launch_id(metadata: object) -> str | None:
+    """The npa launch identity a task's ``metadata`` carries (runs.ownership), if any."""
+    if isinstance(metadata, str):  # a JSON text, as SkyPilot stores it
+        try:
+            metadata = json.loads(metadata)
+        except ValueError:
+            return None
+    value = metadata.get(ownership.STAMP_KEY) if isinstance(metadata, dict) else None
+    return value if isinstance(value, str) and value else None
 
 
 def _float(value: object) -> float | None:

@@ -128,6 +128,8 @@ class QueueRecord(NamedTuple):
     cluster_name_on_cloud: str | None = None
     user_hash: str | None = None
     user_name: str | None = None  # filled with ``--all-users`` (§3.2)
+    # the task's npa launch identity (runs.ownership), from ``metadata``: filled with ``-v``
+    launch_id: str | None = None
 
 
 class QueueResult(NamedTuple):

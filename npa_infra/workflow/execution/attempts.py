@@ -4,8 +4,11 @@
 An attempt is immutable once created (runtime-reference.md §3): its
 ``-aN`` job name, its logical launch id (over stack, run, wave, attempt and
 the planned YAML's digest) and its resume variables are journaled before
-its first launch request, so a crash anywhere re-enters the same attempt.
-A stored adopted id is re-verified by exact name before it is trusted.
+its first launch request, so a crash anywhere re-enters the same attempt,
+under the name it was journaled with (an npa that names it otherwise launches
+nothing). Every task file stamps the logical launch id (``taskfiles``), so a
+lookup adopts only this launch's job (``runs.ownership``). A stored adopted id
+is re-verified by exact name before it is trusted.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from npa_infra.errors import RunCancelledError, RunStateError, UncertainOutcomeError
-from npa_infra.runs import codec, transaction
+from npa_infra.runs import codec, ownership, transaction
 from npa_infra.runs.lifecycle import RunStatus
 from npa_infra.runs.models import LaunchState, ReconciliationState, TransactionRecord
 from npa_infra.workflow.execution import taskfiles
@@ -25,6 +28,7 @@ from npa_infra.workflow.target.services import Clock
 
 if TYPE_CHECKING:
     from npa_infra.journal.lock import RunLock
+    from npa_infra.journal.records import AttemptRow
     from npa_infra.journal.store import Journal
     from npa_infra.render.documents import RenderedJob
     from npa_infra.skypilot.base import SkyPilot
@@ -89,13 +93,15 @@ def launch_wave(
         dict(exports or {}) if creating else taskfiles.journaled_exports(latest)
     )
     name = attempt_name(job.job_name, number)
-    path = taskfiles.write(
-        isolated, request.run_id, name, taskfiles.attempt_text(job, number, 1, variables)
-    )
     yaml_digest = hashlib.sha256(job.text.encode()).hexdigest()
     wave_part = "single-wave" if request.mode != "runtime" else f"wave-{wave_index:03d}"
     lid = logical_launch_id(
         request.stack_name or "default", request.run_id, wave_part, f"attempt-{number}", yaml_digest
+    )
+    if not creating:
+        _refuse_renamed(request.run_id, latest, name)
+    path = taskfiles.write(
+        isolated, request.run_id, name, taskfiles.attempt_text(job, number, 1, variables, lid)
     )
     key = AttemptKey(request.run_id, wave_index, number)
     now = clock.now()
@@ -174,6 +180,25 @@ def launch_wave(
         )
     finally:
         lock.release()
+
+
+def _refuse_renamed(run_id: str, latest: AttemptRow | None, name: str) -> None:
+    """An attempt keeps the job name it was journaled with: an npa that names it otherwise
+    (issue 24 changed names that were not one-to-one) must not launch it again under the
+    new name beside a job that may hold the old one.
+
+    Raises:
+        RunStateError: the journaled name differs from the one computed now.
+    """
+    if latest is None or latest.job_name == name:
+        return
+    raise RunStateError(
+        f"run {run_id} wave {latest.wave_index} attempt {latest.attempt} was journaled as job "
+        f"{latest.job_name}, but this npa names it {name}",
+        remedy=f"finish the run with the npa version that started it, or inspect "
+        f"{latest.job_name} with `sky jobs queue` and submit under a new run id",
+        details={"run_id": run_id, "journaled": latest.job_name, "computed": name},
+    )
 
 
 def _refuse_during_controller_down(request: LiveRequest, isolated: IsolatedDir) -> None:
@@ -319,7 +344,9 @@ def _drive(
             isolated,
             request.run_id,
             name,
-            taskfiles.attempt_text(job, number, intent.launch_sequence, variables),
+            taskfiles.attempt_text(
+                job, number, intent.launch_sequence, variables, intent.logical_launch_id
+            ),
         )
 
     try:
@@ -348,21 +375,32 @@ def _drive(
 def _verify_adopted(
     record: TransactionRecord, sky: SkyPilot, clock: Clock, journal: Journal, key: AttemptKey
 ) -> None:
-    """On resume, the stored id must still be the one job with the attempt's exact name."""
+    """On resume, the stored id must still be the one job with the attempt's exact name,
+    and not a job that carries another launch's identity (runs.ownership). A job without
+    any identity was adopted before npa stamped its launches: its id is the evidence."""
     from npa_infra.workflow.execution.launcher import reconcile
 
-    found = reconcile(sky, record.job_name, clock.now())
+    found = reconcile(sky, record.job_name, clock.now(), record.logical_launch_id)
     journal.append_event(
         key.run_id,
         "resume_lookup",
         {"wave": key.wave_index, "attempt": key.attempt, **found.to_json()},
         now=clock.now(),
     )
-    if found.state is ReconciliationState.FOUND and found.job_id != record.job_id:
+    named = found.job_ids[0] if len(found.job_ids) == 1 else None
+    if found.state in (ReconciliationState.FOUND, ReconciliationState.UNPROVEN) and (
+        named != record.job_id
+    ):
         raise UncertainOutcomeError(
-            f"{record.job_name} now belongs to job {found.job_id}, but the journal adopted "
+            f"{record.job_name} now belongs to job {named}, but the journal adopted "
             f"job {record.job_id}",
             remedy="inspect both jobs with `sky jobs queue`; npa will not guess which is the run",
+            details={"job_name": record.job_name},
+        )
+    if found.state is ReconciliationState.FOREIGN:
+        raise UncertainOutcomeError(
+            f"{record.job_name} (job {named}) is not this launch's: {found.error}",
+            remedy=ownership.remedy(record.job_name, named, found.error),
             details={"job_name": record.job_name},
         )
     if found.state in (ReconciliationState.AMBIGUOUS, ReconciliationState.UNAVAILABLE):
@@ -375,10 +413,10 @@ def _verify_adopted(
 
 
 def attempt_name(base: str, attempt: int) -> str:
-    if attempt < 2:
-        return base
-    suffix = f"-a{attempt}"
-    return base[: 60 - len(suffix)] + suffix
+    """The ``-aN`` name of attempt ``attempt`` of the job named ``base`` (plan.waves)."""
+    from npa_infra.plan import waves
+
+    return waves.attempt_name(base, attempt)
 
 
 def _reenter(record: TransactionRecord, clock: Clock) -> TransactionRecord:

@@ -7,7 +7,9 @@ durable in the journal: before every launch request (intent, with the new
 launch sequence) and after it (the request id), and at every exit.
 
 Ids come only from exact-name reconciliation, never from launch output
-(runtime-reference.md §1). Ctrl-C ends the transaction with a durable
+(runtime-reference.md §1), and only from a job whose tasks carry this
+transaction's logical launch id (``runs.ownership``, read with ``-v``): a job
+that merely has the name is ``foreign`` or ``unproven``, never adopted. Ctrl-C ends the transaction with a durable
 ``interrupted`` record, which the caller reports as exit 130.
 
 The launch child's output, and the log of a launch request that failed, go
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from npa_infra.errors import UncertainOutcomeError
-from npa_infra.runs import classifier, skyoutput, transaction
+from npa_infra.runs import classifier, ownership, skyoutput, transaction
 from npa_infra.runs.children import ChildIdentity
 from npa_infra.runs.models import (
     Category,
@@ -53,6 +55,10 @@ if TYPE_CHECKING:
 __all__ = ["AttemptKey", "LaunchDriver", "check_request", "reconcile", "reconciliation_of"]
 
 _LAUNCH_REQUEST = "sky.jobs.launch"
+_NOT_OURS = {
+    ownership.Ownership.FOREIGN: ReconciliationState.FOREIGN,
+    ownership.Ownership.UNPROVEN: ReconciliationState.UNPROVEN,
+}
 # How long a resume waits for an earlier submit's launch child: its own call timeout.
 CHILD_WAIT = 1800.0
 
@@ -64,12 +70,19 @@ class AttemptKey:
     attempt: int
 
 
-def reconcile(sky: SkyPilot, name: str, now: float) -> Reconciliation:
-    """Exact-name lookup: found (one id), absent, ambiguous (several), or unavailable."""
-    return reconciliation_of(sky.queue(), name, now)
+def reconcile(sky: SkyPilot, name: str, now: float, launch_id: str | None = None) -> Reconciliation:
+    """Exact-name lookup: found (one id), absent, ambiguous (several), or unavailable.
+
+    With ``launch_id`` the one job must also be that launch's own (``runs.ownership``,
+    read from ``-v``'s task metadata), else the lookup is ``foreign`` or ``unproven``.
+    """
+    queue = sky.queue(verbose=True) if launch_id else sky.queue()
+    return reconciliation_of(queue, name, now, launch_id)
 
 
-def reconciliation_of(queue: QueueResult, name: str, now: float) -> Reconciliation:
+def reconciliation_of(
+    queue: QueueResult, name: str, now: float, launch_id: str | None = None
+) -> Reconciliation:
     """The exact-name lookup of ``name`` in one queue answer (see ``reconcile``)."""
     if queue.verdict is QueueVerdict.VERIFIED_EMPTY:
         return Reconciliation(ReconciliationState.ABSENT, at=now)
@@ -92,9 +105,14 @@ def reconciliation_of(queue: QueueResult, name: str, now: float) -> Reconciliati
             at=now,
         )
     status = queue.status_of(ids[0])
-    return Reconciliation(
-        ReconciliationState.FOUND, job_ids=ids, status=status.value if status else None, at=now
-    )
+    shown = status.value if status else None
+    if launch_id:
+        stamps = [r.launch_id for r in queue.records if r.job_id == ids[0]]
+        verdict = ownership.judge(launch_id, stamps)
+        if verdict.ownership is not ownership.Ownership.OURS:
+            state = _NOT_OURS[verdict.ownership]
+            return Reconciliation(state, job_ids=ids, status=shown, error=verdict.reason, at=now)
+    return Reconciliation(ReconciliationState.FOUND, job_ids=ids, status=shown, at=now)
 
 
 def check_request(
@@ -281,8 +299,9 @@ class LaunchDriver:
                 now=self._clock.now(),
             )
 
-    def _lookup(self, name: str) -> Reconciliation:
+    def _lookup(self, name: str, launch_id: str) -> Reconciliation:
         """The exact-name lookup: from a shared answer when one may serve, else fresh.
+        The one job found must carry ``launch_id`` (runs.ownership) to be ``found``.
 
         A shared answer serves only when it was read after everything this transaction
         did or saw (the run's lock acquired; the previous step's effect) and less than
@@ -290,8 +309,10 @@ class LaunchDriver:
         """
         now = self._clock.now()
         if self._shared is None or self._fresh_since is None:
-            return reconcile(self._sky, name, now)
-        return _shared_lookup(self._shared, name, now=now, tick=self._tick, since=self._fresh_since)
+            return reconcile(self._sky, name, now, launch_id)
+        return _shared_lookup(
+            self._shared, name, launch_id, now=now, tick=self._tick, since=self._fresh_since
+        )
 
     def settle_child(self, key: AttemptKey, record: TransactionRecord) -> TransactionRecord:
         """Before re-entering a record, make sure its launch child can no longer act.
@@ -421,7 +442,7 @@ class LaunchDriver:
         kind = action.kind
         clock = self._clock
         if kind is transaction.ActionKind.RECONCILE:
-            found = self._lookup(record.job_name)
+            found = self._lookup(record.job_name, record.logical_launch_id)
             return transaction.on_reconciled(record, found, now=clock.now(), jitter=clock.jitter())
         if kind is transaction.ActionKind.READINESS:
             if self._cluster is None:
@@ -491,10 +512,11 @@ class LaunchDriver:
 
 
 def _shared_lookup(
-    shared: SharedQueue, name: str, *, now: float, tick: float, since: float
+    shared: SharedQueue, name: str, launch_id: str, *, now: float, tick: float, since: float
 ) -> Reconciliation:
-    # the answer was read no earlier than ``since`` and less than one tick ago
-    return reconciliation_of(shared.read(max_age=tick, not_before=since), name, now)
+    # the answer (a verbose one) was read no earlier than ``since`` and less than a tick ago
+    answer = shared.read(max_age=tick, not_before=since)
+    return reconciliation_of(answer, name, now, launch_id)
 
 
 def _wait_ready(

@@ -158,6 +158,10 @@ def outcome_error(record: TransactionRecord, command: str) -> NpaError | None:
             details=details,
         )
     if record.launch_sequence == 0:
+        held = bool(record.reconciliations) and record.reconciliations[-1].state.not_ours
+        generic = (
+            f"fix the cause and rerun: {command} (no launch request was sent; nothing to clean up)"
+        )
         return LaunchFailedError(
             f"nothing was launched: {reason}"
             + (
@@ -165,7 +169,8 @@ def outcome_error(record: TransactionRecord, command: str) -> NpaError | None:
                 if (record.primary_error or record.reconciliation_error)
                 else ""
             ),
-            remedy=f"fix the cause and rerun: {command} (no launch request was sent; nothing to clean up)",
+            # a job holding the name that is not this launch's stays: a rerun finds it again
+            remedy=record.operator_remedy if held and record.operator_remedy else generic,
             details=details,
         )
     if record.state is LaunchState.TERMINAL_FAILURE:

@@ -5,9 +5,10 @@ the real fence numbers (dsl.md §6.1: "npa-infra adds the real launch sequence
 and attempt number"), rewritten before every POST once the intent carrying
 the sequence is durable, and the attempt's resume variables
 (``runs.checkpoints``), journaled with the attempt so re-entering it sends
-the same ones. For attempt 1's first POST the file is the planned text
-itself, byte for byte; the wave's identity (its planned YAML digest) never
-depends on these variables.
+the same ones. Every task also carries the attempt's logical launch id in its
+``_metadata`` (``runs.ownership``), which ``sky jobs queue -v`` shows, so a
+lookup by name can tell this launch's job from another's (issue 24). The
+wave's identity (its planned YAML digest) never depends on any of these.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from npa_infra.journal.records import AttemptRow
@@ -39,18 +40,32 @@ def write(isolated: IsolatedDir, run_id: str, job_name: str, text: str) -> Path:
 
 
 def attempt_text(
-    job: RenderedJob, attempt: int, sequence: int, exports: Mapping[str, Mapping[str, str]]
+    job: RenderedJob,
+    attempt: int,
+    sequence: int,
+    exports: Mapping[str, Mapping[str, str]],
+    launch_id: str,
 ) -> str:
     """The YAML one POST sends: the planned job with the fence numbers and ``exports``
-    (per task name) set in its tasks' ``envs``; see the module docstring."""
+    (per task name) set in its tasks' ``envs``, and ``launch_id`` stamped in their
+    ``_metadata``; see the module docstring."""
     from npa_infra.render import documents
-    from npa_infra.runs import checkpoints
+    from npa_infra.runs import checkpoints, ownership
 
     fence = {
         checkpoints.FENCE_ATTEMPT: str(attempt),
         checkpoints.FENCE_SEQUENCE: str(max(sequence, 1)),
     }
-    return documents.with_envs(job, fence, exports)
+    docs: list[dict[str, Any]] = []
+    for doc in job.documents:
+        if "execution" in doc:  # the job header (render.documents.with_envs)
+            docs.append(doc)
+            continue
+        envs = {**(doc.get("envs") or {}), **fence, **exports.get(str(doc.get("name")), {})}
+        kept = doc.get("_metadata")
+        metadata = {**(kept if isinstance(kept, dict) else {}), **ownership.stamp(launch_id)}
+        docs.append({**doc, "envs": envs, "_metadata": metadata})
+    return documents.dump_documents(tuple(docs))
 
 
 def journaled_exports(attempt: AttemptRow | None) -> dict[str, dict[str, str]]:

@@ -116,12 +116,18 @@ def test_submit_two_jobs_already_named_like_the_run_is_ambiguous_and_launches_no
     assert len(world.jobs_named("dup-1")) == 2
 
 
-def test_submit_one_job_already_named_like_the_run_is_adopted_not_relaunched(world: World) -> None:
+def test_submit_one_job_already_named_like_the_run_is_not_adopted_nor_relaunched(
+    world: World,
+) -> None:
+    """A name is no proof of ownership (issue 24): another client's job holding the run's
+    name carries no npa launch identity, so it is neither adopted nor launched beside
+    (tests/integration/runs/test_job_identity.py has the foreign and the own-launch cases)."""
     _launch_out_of_band(world, "same-1")
     result = world.submit(MINIMAL, run_id="same-1")
     tx = result.transactions[-1]
-    assert result.exit_code == 0
-    assert (tx["state"], tx["recovery_decision"]) == ("adopted", "adopt_existing")
+    assert result.exit_code == 1
+    assert (tx["state"], tx["recovery_decision"]) == ("indeterminate", "block_indeterminate")
+    assert tx["reconciliations"][-1]["state"] == "unproven"
     assert len(world.jobs_named("same-1")) == 1
 
 

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from npa_infra.skypilot import classify
+from npa_infra.skypilot.models import CommandResult, ErrorKind
 from tests.support.skysim import harness
 from tests.support.skysim.main import DEFAULT_VERSION, VERSION_FILE
 
@@ -377,10 +379,12 @@ def test_sim_cancel_every_success_line(sky: Sky) -> None:
     assert cancel("-n", "e") == "'e' Job with ID 6 is scheduled to be cancelled.\n"
     assert cancel("-n", "zzz") == "No running job found with name 'zzz'.\n"
     assert cancel("99") == "No job to cancel.\n"
+    # §4.2 (observed on 0.12.2): two live jobs of one name print their ids, exit 0 and
+    # cancel nothing
     duplicate = sky("jobs", "cancel", "-y", "-n", "dup")
-    assert (duplicate.returncode, duplicate.stderr) == (
-        1,
-        "RuntimeError: Please specify the job ID instead of the job name.\n",
+    assert (duplicate.returncode, duplicate.stderr) == (0, "")
+    assert duplicate.stdout == (
+        "\x1b[31mMultiple running jobs found with name 'dup'.\nJob IDs: [5, 4]\x1b[0m\n"
     )
     # CANCELLING is not terminal (§4.1): -a names those jobs again
     assert cancel("-a") == "Jobs with IDs 1, 2, 3, 4, 5, 6 are scheduled to be cancelled.\n"
@@ -388,6 +392,40 @@ def test_sim_cancel_every_success_line(sky: Sky) -> None:
     assert statuses == ["CANCELLING"] * 6
     assert [r["status"] for r in sky.queue()] == ["CANCELLED"] * 6
     assert cancel("1") == "No job to cancel.\n"
+
+
+def _result(done: subprocess.CompletedProcess[str]) -> CommandResult:
+    return CommandResult(tuple(done.args), done.returncode, done.stdout, done.stderr)
+
+
+def test_sim_cancel_by_duplicate_name_exits_0_and_cancels_nothing(sky: Sky) -> None:
+    sky.faults({"command": "jobs.launch", "action": "timeline", "statuses": ["RUNNING"]})
+    for name in ("dup", "dup", "other"):
+        sky.launch(name)
+
+    done = sky("jobs", "cancel", "-y", "-n", "dup")
+
+    assert (done.returncode, done.stderr) == (0, "")
+    assert "Job IDs: [2, 1]" in done.stdout
+    assert classify.parse_cancel(_result(done)).error_kind is ErrorKind.UNKNOWN  # never success
+    assert [r["status"] for r in sky.queue()] == ["RUNNING"] * 3
+    assert [r["status"] for r in sky.queue()] == ["RUNNING"] * 3
+
+
+def test_sim_cancel_by_name_counts_every_users_jobs(sky: Sky) -> None:
+    """§4.2: the name is looked up among every user's live jobs, not only the caller's."""
+    sky.faults(
+        {"command": "jobs.launch", "action": "timeline", "statuses": ["RUNNING"]},
+        {"command": "jobs.launch", "action": "as_user", "user_hash": "b2", "user_name": "bob"},
+    )
+    sky.launch("shared")
+    sky.faults({"command": "jobs.launch", "action": "timeline", "statuses": ["RUNNING"]})
+    sky.launch("shared")
+
+    done = sky("jobs", "cancel", "-y", "-n", "shared")
+
+    assert (done.returncode, "Job IDs: [2, 1]" in done.stdout) == (0, True)
+    assert [r["status"] for r in sky.queue("-u")] == ["RUNNING"] * 2
 
 
 def test_sim_cancel_without_controller_cluster_not_up(sky: Sky) -> None:

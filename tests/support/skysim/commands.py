@@ -18,6 +18,7 @@ __all__ = ["cancel", "controller_up", "controllers_up", "launch", "logs", "queue
 
 # Exit codes of a synchronous launch without -d (§2.3).
 RESULT_CODES = {"SUCCEEDED": 0, "CANCELLED": 103}
+RED, RESET = "\x1b[31m", "\x1b[0m"  # colorama's Fore.RED and Style.RESET_ALL
 FAILED_CODE = 100
 NOT_FINISHED_CODE = 101
 
@@ -340,17 +341,21 @@ def cancel(session: Session, a: argparse.Namespace) -> int:
         if not controller_up(state, session.user, a.all_users):
             raise cluster_not_up()
         tick = state["tick"]
-        live = [
+        every = [
             j
             for j in visible_jobs(state, tick)
-            if (a.all_users or j["user_hash"] == session.user)
-            and jobs.job_status(j, tick, now) not in jobs.TERMINAL
+            if jobs.job_status(j, tick, now) not in jobs.TERMINAL
         ]
+        live = [j for j in every if a.all_users or j["user_hash"] == session.user]
+        duplicates: list[int] = []
         if a.name is not None:
-            named = [j for j in live if j["name"] == a.name]
-            if len(named) > 1:
-                raise Exit(1, "RuntimeError: Please specify the job ID instead of the job name.")
-            targets = named
+            # §4.2: the name is looked up among every user's live jobs; several of them
+            # print their ids (newest first) and exit 0 cancelling nothing
+            named = [j for j in every if j["name"] == a.name]
+            duplicates = (
+                sorted((j["job_id"] for j in named), reverse=True) if len(named) > 1 else []
+            )
+            targets = [] if duplicates else named
         elif a.pool is not None:
             targets = []
         elif a.job_ids:
@@ -368,7 +373,12 @@ def cancel(session: Session, a: argparse.Namespace) -> int:
                 }
     session.accepted()
     ids = sorted(j["job_id"] for j in targets)
-    if a.name is not None and not ids:
+    if duplicates:
+        session.say(
+            f"{RED}Multiple running jobs found with name {a.name!r}.\n"
+            f"Job IDs: [{', '.join(map(str, duplicates))}]{RESET}"
+        )
+    elif a.name is not None and not ids:
         session.say(f"No running job found with name {a.name!r}.")
     elif not ids:
         session.say("No job to cancel.")

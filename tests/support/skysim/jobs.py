@@ -5,7 +5,8 @@ A job record in the state file::
     {"job_id", "controller_job_id", "name", "user_hash", "user_name",
      "controller",  # the user hash whose controller runs it (the submitter's, or ``as_user``)
      "execution": "single" | "serial" | "parallel",
-     "tasks": [{"task_name", "resources", "accelerators", "image", "timeline": [...]}],
+     "tasks": [{"task_name", "resources", "accelerators", "image", "metadata",
+                "timeline": [...]}],
      "submitted_at", "start_tick", "visible_from_tick", "clock", "interval",
      "cancel": null | {"tick", "now", "delay", "delay_seconds", "immediate"},
      "infra", "entrypoint", "failure_reason", "secrets": {NAME: {source, sha256}},
@@ -196,12 +197,15 @@ def read_tasks(entrypoint: str, name: str | None) -> tuple[str, str, list[dict[s
         task_name = doc.get("name") or (job_name if len(docs) == 1 else f"task-{i}")
         res = doc.get("resources")
         image = res.get("image_id") if isinstance(res, dict) else None
+        metadata = doc.get("_metadata")
         tasks.append(
             {
                 "task_name": str(task_name),
                 "resources": resources,
                 "accelerators": accelerators,
                 "image": image or None,
+                # the task's ``_metadata``, shown by ``jobs queue -v`` (skypilot-0.12.md §3.2)
+                "metadata": dict(metadata) if isinstance(metadata, dict) else {},
             }
         )
     return str(job_name), execution, tasks
@@ -330,7 +334,7 @@ def row(
         "submitted_at": submitted,
         "start_at": submitted + 1.0 if started else None,
         "end_at": submitted + float(step) if ended else None,
-        "metadata": {},
+        "metadata": dict(task.get("metadata") or {}),
         "current_cluster_name": cluster if started and not ended else None,
         "cluster_name_on_cloud": cluster_name_on_cloud(job, task_index) if started else None,
         "pool": None,

@@ -2,10 +2,12 @@
 
 Importing PyYAML costs about a third of a simulated call, and a launch needs
 only ``name``, ``execution``, ``num_nodes``, ``resources.accelerators`` /
-``resources.cpus``, and ``resources.image_id`` for job pods (``kubepods``). So this reader splits ``---`` documents and scans
-top-level ``key: value`` lines, and the ``resources`` mapping in block or
-flow style. Everything else (``run: |`` blocks, ``envs``, ``config``) is
-skipped; it never raises.
+``resources.cpus``, ``resources.image_id`` for job pods (``kubepods``), and the
+task's ``_metadata`` scalars, which ``jobs queue -v`` shows as ``metadata``. So
+this reader splits ``---`` documents and scans top-level ``key: value`` lines,
+the ``resources`` mapping in block or flow style and the ``_metadata`` mapping's
+scalars. Everything else (``run: |`` blocks, ``envs``, ``config``) is skipped;
+it never raises.
 """
 
 from __future__ import annotations
@@ -40,31 +42,38 @@ def _flow(text: str) -> dict[str, str]:
 
 
 def read_documents(text: str) -> list[dict[str, Any]]:
-    """One dict per non-empty document: top-level scalars, plus ``resources`` as a dict."""
+    """One dict per non-empty document: top-level scalars, plus ``resources`` and
+    ``_metadata`` (its scalars, block style) as dicts."""
     docs: list[dict[str, Any]] = []
     current: dict[str, Any] = {}
     resources: dict[str, str] | None = None
+    metadata: dict[str, str] | None = None
     pending: str | None = None  # a resources key whose value is a nested mapping
     for line in [*text.splitlines(), "---"]:
         if line.rstrip() == "---" or line.startswith("--- "):
             if current:
                 docs.append(current)
-            current, resources, pending = {}, None, None
+            current, resources, metadata, pending = {}, None, None, None
             continue
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         match = _KEY.match(line)
         indented = line[:1].isspace()
         if not indented:
-            resources, pending = None, None
+            resources, metadata, pending = None, None, None
             if match is None:
                 continue
             key, value = match.group(2), match.group(3) or ""
             if key == "resources":
                 resources = _flow(value) if value.startswith("{") else {}
                 current["resources"] = resources
+            elif key == "_metadata":
+                metadata = current["_metadata"] = {}
             else:
                 current[key] = _scalar(value)
+            continue
+        if metadata is not None and match is not None and match.group(3):
+            metadata[match.group(2)] = _scalar(match.group(3))
             continue
         if resources is None or match is None:
             continue

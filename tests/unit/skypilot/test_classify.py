@@ -6,6 +6,7 @@ line, then the stdout and stderr sections, byte for byte (ANSI codes kept).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -52,7 +53,7 @@ def recorded(scenario: str) -> CommandResult:
         ("launch_sync_failed", ErrorKind.UNKNOWN),
         ("queue_no_controller", ErrorKind.CLUSTER_NOT_UP),
         ("queue_server_error", ErrorKind.SERVER),
-        ("cancel_duplicate_name", ErrorKind.UNKNOWN),
+        ("cancel_duplicate_name", ErrorKind.NONE),  # exit 0: only parse_cancel can tell
         ("cancel_selector", ErrorKind.USAGE),
         ("down_aborted", ErrorKind.ABORTED),
         ("down_transport", ErrorKind.TRANSPORT),
@@ -189,6 +190,28 @@ def test_parse_queue_verbose_fields_carry_failure_reason() -> None:
 def test_parse_queue_all_users_verbose_carries_user_hash() -> None:
     records = classify.parse_queue(recorded("queue_all_users_verbose")).records
     assert {r.user_hash for r in records} == {"npa-0a1b2c3d4e"}
+
+
+@pytest.mark.parametrize(
+    ("metadata", "expected"),
+    [
+        ({"npa_launch_id": "npa-launch-1", "git_commit": "abc"}, "npa-launch-1"),
+        ('{"npa_launch_id": "npa-launch-1"}', "npa-launch-1"),  # as SkyPilot stores it
+        ({}, None),
+        ({"npa_launch_id": ""}, None),
+        ({"npa_launch_id": 7}, None),
+        ("not json", None),
+        (None, None),
+    ],
+    ids=["dict", "json-text", "empty", "blank", "not-a-string", "bad-text", "absent"],
+)
+def test_parse_queue_verbose_metadata_carries_the_launch_identity(
+    metadata: object, expected: str | None
+) -> None:
+    """issue 24: ``-v``'s per-task ``metadata`` holds the npa launch identity, if any."""
+    row = {"job_id": 3, "task_id": 0, "job_name": "n", "status": "RUNNING", "metadata": metadata}
+    answer = classify.parse_queue(CommandResult(("sky",), 0, json.dumps([row]), ""))
+    assert answer.records[0].launch_id == expected
 
 
 def test_parse_queue_empty_list_records_without_rows() -> None:
