@@ -8,8 +8,11 @@ server in a private network namespace (``privatehost``). To prove it for the
 whole suite at once, this session-wide fixture starts a process that is nothing
 of ours (its own HOME, no SkyPilot user id) listening on both ports for as long
 as the tests run, so a test that still reads the machine's own ports fails
-whatever the machine it runs on. A port already held by something else stays as
-it is: that is an unrelated listener too.
+whatever the machine it runs on. The listener binds with ``SO_REUSEPORT``, so two
+test sessions on one machine each hold both ports for as long as each runs (a session
+never relies on another's listener, which may end first). A port held by a process
+that does not share it (a real SkyPilot server) stays as it is: that is an unrelated
+listener too.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import pytest
 
 from npa_infra.skypilot import port
 
-__all__ = ["UNRELATED_HOME", "HeldPorts", "held_ports"]
+__all__ = ["PORTS", "UNRELATED_HOME", "HeldPorts", "held_ports"]
 
 UNRELATED_HOME = "/nonexistent/npa-tests-unrelated-listener"
 PORTS = (port.API_PORT, port.EXTRA_PORT)
@@ -36,6 +39,7 @@ _LISTENER = textwrap.dedent(
     held = []
     for number in map(int, sys.argv[1:]):
         sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)  # another session's too
         try:
             sock.bind(("127.0.0.1", number))
         except OSError:
