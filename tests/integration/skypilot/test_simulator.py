@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import skyvenv
 from tests.support.skysim import harness
 from tests.support.skysim.main import DEFAULT_VERSION, VERSION_FILE
 
@@ -169,7 +170,7 @@ def sky(tmp_path: Path) -> Sky:
         "SKYSIM_API_PORT": PORT,
         "SKYSIM_BANNER": "0",
     }
-    return Sky(tmp_path, harness.write_wrapper(tmp_path), env)
+    return Sky(tmp_path, skyvenv.simulator(tmp_path), env)
 
 
 # -- version, banner, empty queue ------------------------------------------------------
