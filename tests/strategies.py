@@ -1462,7 +1462,8 @@ def drain_worlds(draw: st.DrawFn) -> dict[str, Any]:
 def controller_gate_inputs(draw: st.DrawFn) -> Any:
     """What the controller's teardown gate decides on (``runs.controllergate.GateInput``):
     any queue observation (or none since the last down), jobs of several users in
-    every SkyPilot status, any last ``sky down`` answer, the deadline and ``--yes``."""
+    every SkyPilot status, any last ``sky down`` answer, the deadline, ``--yes`` and the
+    launches recorded in flight (none, some, or records that cannot be listed)."""
     from npa_infra.runs import controllergate as gate
 
     job = st.builds(
@@ -1481,6 +1482,18 @@ def controller_gate_inputs(draw: st.DrawFn) -> Any:
         down_detail=draw(st.sampled_from(("", "RuntimeError: boom"))),
         deadline_passed=draw(st.booleans()),
         confirmed=draw(st.booleans()),
+        launches=draw(
+            st.none()
+            | st.lists(
+                st.builds(
+                    gate.PendingLaunch,
+                    st.sampled_from(("r1", "r2")),
+                    st.just("r1-00-train"),
+                    st.sampled_from(("/home/a/.npa", "?")),
+                ),
+                max_size=2,
+            ).map(tuple)
+        ),
     )
 
 

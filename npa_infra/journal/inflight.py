@@ -36,6 +36,7 @@ __all__ = [
     "controller_down",
     "end_controller_down",
     "inflight_path",
+    "launches_in_flight",
     "read",
     "remove",
     "write",
@@ -104,6 +105,29 @@ def read(path: Path) -> InflightLaunch | None:
         )
     except (TypeError, ValueError, AttributeError):  # a field of the wrong type: may still act
         return unknown
+
+
+_SUFFIX = ".inflight.json"
+
+
+def launches_in_flight(state_dir: Path) -> dict[str, InflightLaunch] | None:
+    """Every launch recorded in flight in ``state_dir``, by run id; None when the records
+    cannot be listed (a teardown must then assume one may be in flight)."""
+    directory = inflight_path(state_dir, "x").parent
+    try:
+        names = sorted(os.listdir(directory))
+    except FileNotFoundError:
+        return {}
+    except OSError:
+        return None
+    found: dict[str, InflightLaunch] = {}
+    for name in names:
+        if not name.endswith(_SUFFIX) or name.startswith("."):
+            continue  # the run locks and a writer's temporaries share the directory
+        launch = read(directory / name)
+        if launch is not None:  # settled since the listing
+            found[name.removesuffix(_SUFFIX)] = launch
+    return found
 
 
 def remove(path: Path) -> None:

@@ -11,6 +11,11 @@ step; the driver (``stack.controllerdown``) executes it and asks again:
   RECOVERING, …) **refuses**, naming each job's id, name and user;
 - jobs that are only CANCELLING are **waited** for until the bounded deadline,
   then the teardown is refused as **timed out**;
+- a launch recorded in flight in the state directory (``journal.inflight``: a
+  request that may still be accepted, not yet in the queue) holds the down
+  off: it is **waited** for until the deadline (then **timed out**), refused
+  without ``--yes``, and records that cannot be listed **fail closed**; this
+  holds even with no controller up, since such a launch may be starting one;
 - a queue that is verified all-terminal or verified empty lets the ``sky down``
   go (**down**), only when the caller confirmed it (else **would remove**);
 - no controller at all (the exact ClusterNotUpError of §3.3) is a successful
@@ -39,6 +44,7 @@ __all__ = [
     "DownKind",
     "GateInput",
     "ManagedJob",
+    "PendingLaunch",
     "QueueKind",
     "QueueObservation",
     "Reason",
@@ -92,6 +98,10 @@ class Reason(StrEnum):
     DRAIN_PAST_DEADLINE = "cancelling_jobs_past_deadline"
     DRAINING = "cancelling_jobs"
     UNCONFIRMED = "confirmation_required"
+    LAUNCHES_UNKNOWN = "launch_records_unknown"
+    LAUNCHES_IN_FLIGHT = "launches_in_flight"
+    LAUNCHES_UNCONFIRMED = "launches_in_flight_unconfirmed"
+    LAUNCHES_PAST_DEADLINE = "launches_in_flight_past_deadline"
     ALL_TERMINAL = "queue_all_terminal"
     EMPTY = "queue_empty"
 
@@ -114,6 +124,18 @@ class ManagedJob:
 
 
 @dataclass(frozen=True, slots=True)
+class PendingLaunch:
+    """A launch into this state directory recorded in flight: accepted or not, not settled."""
+
+    run_id: str
+    job_name: str
+    home: str  # the npa home whose journal holds it; "?" when its record is unreadable
+
+    def describe(self) -> str:
+        return f"run {self.run_id}'s launch of {self.job_name!r} from npa home {self.home}"
+
+
+@dataclass(frozen=True, slots=True)
 class QueueObservation:
     kind: QueueKind
     jobs: tuple[ManagedJob, ...] = ()
@@ -129,6 +151,8 @@ class GateInput:
     down_detail: str = ""
     deadline_passed: bool = False
     confirmed: bool = False  # ``--yes``: only then is ``sky down`` sent
+    # the in-flight launch records of the state directory; None: they could not be listed
+    launches: tuple[PendingLaunch, ...] | None = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,11 +162,13 @@ class Decision:
     blocking: tuple[ManagedJob, ...] = ()  # non-terminal jobs other than CANCELLING
     draining: tuple[ManagedJob, ...] = ()  # CANCELLING jobs
     detail: str = ""
+    launches: tuple[PendingLaunch, ...] = ()  # launches in flight that hold the down off
 
     def describe(self) -> str:
-        """The jobs that hold the controller up, each with id, name and user."""
-        held = [*self.blocking, *self.draining]
-        return "; ".join(job.describe() for job in held) if held else self.detail
+        """What holds the controller up: each job's id, name and user, each launch's run."""
+        held = [j.describe() for j in (*self.blocking, *self.draining)]
+        held += [launch.describe() for launch in self.launches]
+        return "; ".join(held) if held else self.detail
 
 
 def job_status(task_statuses: Sequence[str]) -> str:
@@ -167,6 +193,21 @@ def _split(jobs: Sequence[ManagedJob]) -> tuple[tuple[ManagedJob, ...], tuple[Ma
     return blocking, draining
 
 
+def _launches_hold(
+    gate: GateInput, draining: tuple[ManagedJob, ...], launches: tuple[PendingLaunch, ...]
+) -> Decision:
+    """Launches in flight: wait for them to settle within the deadline, only under --yes."""
+    if not gate.confirmed:
+        return Decision(
+            Action.REFUSE, Reason.LAUNCHES_UNCONFIRMED, draining=draining, launches=launches
+        )
+    if gate.deadline_passed:
+        return Decision(
+            Action.TIMED_OUT, Reason.LAUNCHES_PAST_DEADLINE, draining=draining, launches=launches
+        )
+    return Decision(Action.WAIT, Reason.LAUNCHES_IN_FLIGHT, draining=draining, launches=launches)
+
+
 def decide(gate: GateInput) -> Decision:
     """The next step of the teardown (module docstring); total over every input."""
     # §5.4: a definite `sky down` answer ends the teardown
@@ -188,13 +229,18 @@ def decide(gate: GateInput) -> Decision:
         return Decision(Action.FAIL_CLOSED, Reason.NOT_OBSERVED)
     if queue.kind is QueueKind.UNKNOWN:
         return Decision(Action.FAIL_CLOSED, Reason.QUEUE_UNKNOWN, detail=queue.detail)
-    # §3.3: no controller, so nothing to tear down: a successful no-op
-    if queue.kind is QueueKind.CONTROLLER_ABSENT:
-        return Decision(Action.ALREADY_GONE, Reason.NO_CONTROLLER, detail=queue.detail)
+    if gate.launches is None:
+        return Decision(Action.FAIL_CLOSED, Reason.LAUNCHES_UNKNOWN)
     blocking, draining = _split(queue.jobs)
     # §4.1: a job that is not terminal (and not being cancelled) would be orphaned
     if blocking:
         return Decision(Action.REFUSE, Reason.ACTIVE_JOBS, blocking, draining)
+    # issue 24: a launch not yet in the queue would be lost with the controller
+    if gate.launches:
+        return _launches_hold(gate, draining, gate.launches)
+    # §3.3: no controller, so nothing to tear down: a successful no-op
+    if queue.kind is QueueKind.CONTROLLER_ABSENT:
+        return Decision(Action.ALREADY_GONE, Reason.NO_CONTROLLER, detail=queue.detail)
     # §4.2: CANCELLING reaches CANCELLED on its own; wait for it, within the deadline
     if draining and not gate.confirmed:
         return Decision(Action.WOULD_REMOVE, Reason.DRAINING_UNCONFIRMED, draining=draining)

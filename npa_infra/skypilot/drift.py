@@ -2,23 +2,25 @@
 
 Every live action that runs the ``sky`` binary (submit and ``--resume-run``,
 cancel, status when it reads the queue, teardown) first asks ``decide`` about
-what ``livegate`` observed: the venv's installed distribution versions (read
-from its dist-info metadata), who holds the local API server port, and which
-static Nebius IAM token variables are exported. One ordered chain of early
-returns; the first matching rule wins:
+what ``livegate`` observed: the distribution versions the binary really
+imports (read from the dist-info metadata on its interpreter's import path,
+whatever the install layout: ``venvmeta``), who holds the local API server
+port, and which static Nebius IAM token variables are exported. One ordered
+chain of early returns; the first matching rule wins:
 
-1. the venv's metadata could not be read (unknown is not absent) → refuse;
-2. a venv with ``skypilot`` installed misses a pin (kubernetes client ≥ 36
-   fails every ``pod_config`` validation and the controller retries forever;
-   fastapi ≥ 0.120 kills the local API server at start) → refuse;
-3. the API server port is held by another state directory, or by a listener
+1. the metadata could not be read (unknown is not absent) → refuse;
+2. the binary names no Python we can read (a shell wrapper, a compiled
+   binary, a missing interpreter), or its import path holds no ``skypilot``
+   distribution: what it would run is unknown → refuse;
+3. the installed versions miss a pin (kubernetes client ≥ 36 fails every
+   ``pod_config`` validation and the controller retries forever; fastapi ≥
+   0.120 kills the local API server at start) → refuse;
+4. the API server port is held by another state directory, or by a listener
    we cannot attribute → refuse;
-4. ``NEBIUS_IAM_TOKEN``/``NPA_NEBIUS_IAM_TOKEN`` is exported (its static token
+5. ``NEBIUS_IAM_TOKEN``/``NPA_NEBIUS_IAM_TOKEN`` is exported (its static token
    overrides the kubeconfig's refreshing plugin and expires mid-run) → warn;
-5. the versions could not be checked at all (the binary is not in a venv, the
-   venv holds no ``skypilot`` distribution, or an injected adapter has no
-   binary) → ok, ``unverified``: ``npa skypilot status`` probes such a binary;
-6. otherwise → ok.
+6. an injected adapter has no binary to read → ok, ``unverified``;
+7. otherwise → ok.
 
 Nothing here reads files, the environment or a clock: observations come in,
 a ``Verdict`` goes out.
@@ -60,9 +62,9 @@ GATED = tuple(pin.name for pin in pins.PINS)  # skypilot, kubernetes, fastapi, c
 class VenvState(StrEnum):
     """What reading the binary's venv found."""
 
-    READ = "read"  # a venv whose site-packages lists a skypilot distribution
-    NOT_A_VENV = "not_a_venv"  # no pyvenv.cfg beside the binary: versions unknowable here
-    NO_SKYPILOT = "no_skypilot"  # a venv without a skypilot distribution (not ours)
+    READ = "read"  # the binary's import path lists a skypilot distribution
+    NO_INTERPRETER = "no_interpreter"  # the binary names no Python whose path can be read
+    NO_SKYPILOT = "no_skypilot"  # the import path was read and holds no skypilot
     NOT_INSPECTED = "not_inspected"  # an injected adapter: no binary to read
     UNREADABLE = "unreadable"  # a metadata file or directory could not be read
 
@@ -77,6 +79,7 @@ class Reason(StrEnum):
     PINS_HOLD = "pins_hold"
     UNVERIFIED = "unverified"
     VENV_UNREADABLE = "venv_unreadable"
+    VENV_UNKNOWN = "venv_unknown"
     PINS_BROKEN = "pins_broken"
     FOREIGN_API_SERVER = "foreign_api_server"
     STALE_IAM_TOKEN = "stale_iam_token"
@@ -84,11 +87,11 @@ class Reason(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class VenvObservation:
-    """The binary's venv: ``versions`` maps each gated distribution to its version or None.
+    """What the binary imports: ``versions`` maps each gated distribution to its version or None.
 
     A distribution missing from ``versions`` or mapped to None is authoritatively
-    absent (the site-packages listing was read and holds no dist-info for it);
-    anything unreadable makes the whole observation ``UNREADABLE``.
+    absent (every directory of the import path was listed and holds no dist-info
+    for it); anything unreadable makes the whole observation ``UNREADABLE``.
     """
 
     state: VenvState
@@ -160,10 +163,18 @@ def decide(observation: Observation) -> Verdict:
         return Verdict(
             Action.REFUSE,
             Reason.VENV_UNREADABLE,
-            f"the SkyPilot venv's package metadata cannot be read ({venv.detail})",
+            f"the SkyPilot install's package metadata cannot be read ({venv.detail})",
             BOOTSTRAP_COMMAND,
         )
-    # rule 2: skypilot-0.12.md §8.1, §8.2: the pins the version gate checks on every use
+    # rule 2: no layout gets past the gate unread (issue 24): what it would import is unknown
+    if venv.state in (VenvState.NO_INTERPRETER, VenvState.NO_SKYPILOT):
+        return Verdict(
+            Action.REFUSE,
+            Reason.VENV_UNKNOWN,
+            f"cannot tell which SkyPilot versions the binary runs: {venv.detail}",
+            BOOTSTRAP_COMMAND,
+        )
+    # rule 3: skypilot-0.12.md §8.1, §8.2: the pins the version gate checks on every use
     if venv.state is VenvState.READ:
         versions = {"python": venv.python, **{n: venv.versions.get(n) for n in GATED}}
         findings = tuple(f.message for f in pins.check_versions(versions))
@@ -171,11 +182,11 @@ def decide(observation: Observation) -> Verdict:
             return Verdict(
                 Action.REFUSE,
                 Reason.PINS_BROKEN,
-                f"the SkyPilot venv {venv.detail} misses its pins: {'; '.join(findings)}",
+                f"the SkyPilot install {venv.detail} misses its pins: {'; '.join(findings)}",
                 BOOTSTRAP_COMMAND,
                 findings,
             )
-    # rule 3: skypilot-0.12.md §7.3: another HOME's server has another user and database
+    # rule 4: skypilot-0.12.md §7.3: another HOME's server has another user and database
     server = observation.api_server
     if server is not None and not server.safe:
         return Verdict(
@@ -185,11 +196,11 @@ def decide(observation: Observation) -> Verdict:
             "not by this run's SkyPilot state directory",
             PORT_REMEDY,
         )
-    # rule 4: verify's stale_iam_token check, now before every live action
+    # rule 5: verify's stale_iam_token check, now before every live action
     advisory = token_advisory(observation.token_vars)
     if advisory is not None:
         return Verdict(Action.WARN, advisory.reason, advisory.message, advisory.remedy)
-    # rule 5: nothing to read the versions from; never a refusal (module docstring)
-    if venv.state is not VenvState.READ:
+    # rule 6: an injected adapter: there is no binary to read
+    if venv.state is VenvState.NOT_INSPECTED:
         return Verdict(Action.OK, Reason.UNVERIFIED, venv.detail)
     return Verdict(Action.OK, Reason.PINS_HOLD)

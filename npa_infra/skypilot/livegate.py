@@ -4,7 +4,9 @@ Submit and ``--resume-run``, cancel, status when it reads the queue
 (all through ``workflow.execution.adapters.open_adapters``) and the controller teardown
 (``stack.providers``) call ``enforce`` once the binary is resolved and before
 anything is journaled or run. It gathers the observations of ``drift``: the
-venv's versions (``venvmeta``: dist-info metadata, cached per binary), the
+versions the binary imports (``venvmeta``: its shebang's interpreter, that
+interpreter's import path under the environment of the ``sky`` calls, the
+dist-info metadata there; cached per binary), the
 owner of the local API server ports (``port.check_port``, as ``SkyCli``
 checks them before its first call), and which IAM token variables are set
 (names only: a value is never read into anything that is printed). A
@@ -61,7 +63,7 @@ def observe(
     sky_env: Mapping[str, str] | None,
     probes: Probes = Probes(),
 ) -> drift.Observation:
-    """What the gate decides on; ``binary`` None (an injected adapter) reads no venv.
+    """What the gate decides on; ``binary`` None (an injected adapter) reads no install.
 
     ``sky_env`` is the environment of the ``sky`` calls (the isolated
     directory's): its HOME and SKYPILOT_USER_ID are what a listener must
@@ -74,7 +76,9 @@ def observe(
         )
     else:
         cache_dir = npa_config.npa_home(env) / "cache"
-        venv = venvmeta.observe(binary, cache_dir, reader=probes.reader)
+        # the import path is the one of the `sky` calls: their HOME holds the user site
+        runs_with = sky_env if sky_env is not None else env
+        venv = venvmeta.observe(binary, cache_dir, runs_with, reader=probes.reader)
     server = None if sky_env is None else _api_server(sky_env, probes.api_port, probes.port_check)
     return drift.Observation(venv, server, token_vars(env))
 
@@ -89,8 +93,9 @@ def enforce(
     """Observe, decide, and refuse when the verdict says so; else return it (ok or warn).
 
     Raises:
-        SkyPilotDriftError: the venv misses its pins or cannot be read, or another
-            state directory's API server holds the port; nothing has run yet.
+        SkyPilotDriftError: the install misses its pins, cannot be read or names no
+            readable Python, or another state directory's API server holds the port;
+            nothing has run yet.
     """
     observation = observe(binary, env, sky_env=sky_env, probes=probes)
     verdict = drift.decide(observation)

@@ -1,23 +1,28 @@
-"""The installed versions of a ``sky`` binary's venv, from its dist-info metadata, cached.
+"""The installed versions a ``sky`` binary really imports, from dist-info metadata, cached.
 
 The drift gate runs before every live action, so it must cost nothing
-measurable: no import and no subprocess. The binary's venv is the directory
-above its ``bin/`` that holds ``pyvenv.cfg`` (the real path's first, then the
-path as given); its ``lib/python*/site-packages`` listing names each
-distribution's ``<name>-<version>.dist-info`` directory, whose ``METADATA``
-headers carry the ``Version``. A binary with no ``pyvenv.cfg`` beside it is
-``NOT_A_VENV`` and a venv without a skypilot distribution is ``NO_SKYPILOT``:
-the gate cannot check their versions (``drift`` rule 5), which is how the
-test simulator, a plain script, runs.
+measurable: no import and no subprocess. ``pylayout`` reads the binary's
+shebang for the Python it runs and lists, in ``sys.path`` order, the
+directories that Python imports from, whatever the install layout (a venv,
+a conda environment, a system or ``--user`` install). Each directory's
+listing names each distribution's ``<name>-<version>.dist-info`` (or
+``.egg-info``) directory, whose ``METADATA`` (``PKG-INFO``) headers carry the
+``Version``; the first directory holding a distribution wins, as it does for
+the import. Two versions of one distribution in one directory are
+``UNREADABLE``; a binary that names no Python we can read is
+``NO_INTERPRETER`` and an import path without a skypilot distribution is
+``NO_SKYPILOT``: the gate refuses all three (``drift``), so no layout gets
+past it unread.
 
-The observation is cached per binary real path in ``$NPA_HOME/cache/`` (a
-0700 directory, a 0600 file), with the ``(mtime_ns, size, inode)`` of every
-file and directory it was read from: the binary, ``pyvenv.cfg``, each
-site-packages directory (pip adds and removes dist-info directories, so its
-mtime moves) and each ``METADATA`` read. A hit costs those few stats; any
-change reads the metadata again. An observation read within a second of a
-recorded mtime is not stored, since a change in the same timestamp tick would
-go unseen.
+The observation is cached per binary real path and the environment variables
+the import path depends on, in ``$NPA_HOME/cache/`` (a 0700 directory, a 0600
+file), with the ``(mtime_ns, size, inode)`` of every file and directory it
+was read from or found absent: the binary, the interpreter, ``pyvenv.cfg`` or
+the standard library's landmark, each candidate site directory (pip adds and
+removes dist-info directories, so its mtime moves; one created later was
+recorded absent) and each ``METADATA`` read. A hit costs those few stats; any
+change reads again. An observation read within a second of a recorded mtime
+is not stored, since a change in the same timestamp tick would go unseen.
 """
 
 from __future__ import annotations
@@ -32,19 +37,26 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from npa_infra.skypilot import drift
+from npa_infra.skypilot import drift, pylayout
 
 __all__ = ["CACHE_NAME", "MetadataReader", "observe", "read_headers"]
 
 CACHE_NAME = "skypilot-gate.json"
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = 2
 _CACHE_ENTRIES = 16  # binaries remembered; the oldest is dropped first
 _MAX_READ = 256 * 1024  # METADATA headers and the cache file are small; never read more
 _RACY_SECONDS = 1.0
-_DIST_INFO = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._]*)-(?P<version>[^-]+)\.dist-info$")
+_INFO = re.compile(
+    r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._]*)-(?P<version>[^-]+)(?:-py[^-]*)?"
+    r"\.(?P<kind>dist-info|egg-info)$"
+)
+_METADATA = {"dist-info": "METADATA", "egg-info": "PKG-INFO"}
+# what the import path depends on besides files (pylayout): part of the cache key
+_ENV_KEYS = ("PATH", "HOME", "PYTHONPATH", "PYTHONUSERBASE", "PYTHONNOUSERSITE")
+_ABSENT = (-1, -1, -1)
 
 MetadataReader = Callable[[Path], str]
-Stamp = tuple[str, int, int, int]  # path, mtime_ns, size, inode
+Stamp = tuple[str, int, int, int]  # path, mtime_ns, size, inode; -1s: absent
 
 
 def _read_regular(path: Path, limit: int = _MAX_READ) -> str:
@@ -68,27 +80,12 @@ def _normal(name: str) -> str:
 
 
 def _stamp(path: Path) -> Stamp:
-    st = os.stat(path)
+    """The path's identity, or the absent mark; any other failure raises (unknown)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return (str(path), *_ABSENT)
     return (str(path), st.st_mtime_ns, st.st_size, st.st_ino)
-
-
-def _venv_root(binary: Path) -> Path | None:
-    for directory in (binary.resolve().parent, binary.parent):
-        root = directory.parent
-        if (root / "pyvenv.cfg").is_file():
-            return root
-    return None
-
-
-def _python(root: Path, site: Path) -> str | None:
-    """``pyvenv.cfg``'s ``version``/``version_info``, else the ``lib/pythonX.Y`` name."""
-    with contextlib.suppress(OSError):
-        for line in _read_regular(root / "pyvenv.cfg").splitlines():
-            key, sep, value = line.partition("=")
-            if sep and key.strip() in ("version", "version_info") and value.strip():
-                return value.strip()
-    match = re.fullmatch(r"python(\d+\.\d+)", site.parent.name)
-    return match.group(1) if match else None
 
 
 def _version_of(headers: str) -> str | None:
@@ -99,31 +96,68 @@ def _version_of(headers: str) -> str | None:
     return None
 
 
-def _read_venv(
-    root: Path, binary: Path, reader: MetadataReader
+def _metadata(site: Path, entry: str, kind: str) -> Path:
+    info = site / entry
+    return info if info.is_file() else info / _METADATA[kind]  # an egg-info may be one file
+
+
+def _read_site(site: Path, reader: MetadataReader, stamps: list[Stamp]) -> dict[str, str]:
+    """The gated distributions one directory holds; two versions of one raise (unknown)."""
+    found: dict[str, str] = {}
+    for entry in sorted(os.listdir(site)):
+        match = _INFO.match(entry)
+        if match is None or _normal(match.group("name")) not in drift.GATED:
+            continue
+        name, metadata = _normal(match.group("name")), _metadata(site, entry, match.group("kind"))
+        version = _version_of(reader(metadata))
+        stamps.append(_stamp(metadata))
+        if version is None or found.get(name, version) != version:
+            why = "has no Version" if version is None else "is one of two installed versions"
+            raise OSError(f"{metadata} {why}")
+        found[name] = version
+    return found
+
+
+def _read_layout(
+    layout: pylayout.Layout, binary: Path, reader: MetadataReader
 ) -> tuple[drift.VenvObservation, list[Stamp]]:
-    stamps = [_stamp(binary), _stamp(root / "pyvenv.cfg")]
-    sites = sorted((root / "lib").glob("python*/site-packages"))
+    stamps = [_stamp(binary), *(_stamp(p) for p in layout.probed)]
     versions: dict[str, str | None] = {}
-    for site in sites:
+    seen: set[str] = set()
+    for site in layout.sites:
         stamps.append(_stamp(site))
-        for entry in sorted(os.listdir(site)):
-            match = _DIST_INFO.match(entry)
-            if match is None or _normal(match.group("name")) not in drift.GATED:
-                continue
-            name, metadata = _normal(match.group("name")), site / entry / "METADATA"
-            version = _version_of(reader(metadata))
-            stamps.append(_stamp(metadata))
-            if version is None or versions.get(name, version) != version:
-                why = "has no Version" if version is None else "is one of two installed versions"
-                raise OSError(f"{metadata} {why}")
-            versions[name] = version
+        real = os.path.realpath(site)
+        if real in seen or not site.is_dir():
+            continue
+        seen.add(real)
+        for name, version in _read_site(site, reader, stamps).items():
+            versions.setdefault(name, version)  # the first on the import path is imported
+    where = layout.describe()
     if "skypilot" not in versions:
+        searched = ", ".join(str(s) for s in layout.sites) or "nothing (python -S)"
         return drift.VenvObservation(
-            drift.VenvState.NO_SKYPILOT, detail=f"{root} holds no skypilot distribution"
+            drift.VenvState.NO_SKYPILOT,
+            detail=f"{where} imports no skypilot distribution (searched {searched})",
         ), stamps
-    python = _python(root, sites[0])
-    return drift.VenvObservation(drift.VenvState.READ, python, versions, str(root)), stamps
+    return drift.VenvObservation(drift.VenvState.READ, layout.python, versions, where), stamps
+
+
+def _read(
+    binary: Path, env: Mapping[str, str], reader: MetadataReader
+) -> tuple[drift.VenvObservation, list[Stamp]]:
+    shebang = pylayout.parse_shebang(_read_regular(binary.resolve(), pylayout.HEAD_BYTES))
+    if shebang is None:
+        return drift.VenvObservation(
+            drift.VenvState.NO_INTERPRETER,
+            detail=f"{binary} is not a Python console script (its first line names no python)",
+        ), [_stamp(binary)]
+    try:
+        layout = pylayout.discover(shebang, env)
+    except pylayout.LayoutUnknown as exc:
+        return drift.VenvObservation(drift.VenvState.NO_INTERPRETER, detail=f"{binary}: {exc}"), [
+            _stamp(binary)
+        ]
+    return _read_layout(layout, binary, reader)
 
 
 # -- the cache -------------------------------------------------------------------------
@@ -173,31 +207,32 @@ def _store(path: Path, entries: dict[str, Any], key: str, entry: dict[str, Any])
         tmp.unlink(missing_ok=True)
 
 
+def _key(binary: Path, env: Mapping[str, str]) -> str:
+    return json.dumps([str(binary.resolve()), [env.get(k) for k in _ENV_KEYS]])
+
+
 def observe(
     binary: Path,
     cache_dir: Path,
+    env: Mapping[str, str],
     *,
     reader: MetadataReader = read_headers,
     now: Callable[[], float] = time.time,
 ) -> drift.VenvObservation:
-    """The versions installed beside ``binary``; ``UNREADABLE`` rather than raising."""
-    root = _venv_root(binary)
-    if root is None:
-        return drift.VenvObservation(
-            drift.VenvState.NOT_A_VENV, detail=f"{binary} is not inside a venv (no pyvenv.cfg)"
-        )
+    """The versions ``binary`` imports when run with ``env``; ``UNREADABLE`` rather than raising."""
     cache_file = cache_dir / CACHE_NAME
-    key = str(binary.resolve())
+    key = _key(binary, env)
     entries = _load(cache_file)
     cached = _hit(entries.get(key))
     if cached is not None:
         return cached
     try:
-        venv, stamps = _read_venv(root, binary, reader)
+        venv, stamps = _read(binary, env, reader)
     except OSError as exc:
         return drift.VenvObservation(drift.VenvState.UNREADABLE, detail=str(exc)[:300])
     newest = max(mtime for _p, mtime, _s, _i in stamps) / 1e9
-    if now() - newest >= _RACY_SECONDS:
+    # an interpreter not found may be installed next: only a complete reading is kept
+    if venv.state is not drift.VenvState.NO_INTERPRETER and now() - newest >= _RACY_SECONDS:
         _store(cache_file, entries, key, {"stamps": stamps, "venv": _as_json(venv)})
     return venv
 

@@ -2,21 +2,26 @@
 
 ``stage_source`` scans the tree (``tree.scan``), then:
 
-1. unless forced, GETs ``<prefix>/<fingerprint>/.npa-source.json``: a marker
-   with this schema, fingerprint and counts proves a complete upload, and the
-   prefix is reused. That GET is the only S3 request of a reuse;
+1. unless forced, GETs ``<prefix>/<fingerprint>/.npa-source.json`` and, when
+   it is a marker of this fingerprint and counts, lists the prefix: only when
+   every object the marker names is there with its staged size and ETag
+   (``marker.judge``) is the prefix reused. A marker never stands in for the
+   objects: one deleted or overwritten since is a miss, and the tree is
+   uploaded again. The GET and one listing page are the S3 requests of a reuse;
 2. otherwise uploads every selected file to ``<prefix>/<fingerprint>/<path>``
    through ``ObjectStore.upload_files`` (8 workers, large files multipart);
 3. re-checks that no file changed while it was read (size, mtime, exec bit),
    because the fingerprint must describe what was uploaded;
-4. writes the marker, last, and reads it back: only a marker that reads back
+4. lists the prefix: every uploaded object must be there with its file's size;
+   their ETags go into the marker;
+5. writes the marker, last, and reads it back: only a marker that reads back
    equal completes the staging.
 
 An interrupted or failed upload leaves no marker, so the next staging
-uploads again; a marker read that fails for any reason but credentials or
-configuration is a cache miss, never an error (§6 "Any failure is a cache
-miss"). Credentials errors name what boto3 looked at and how to fix it,
-never a value.
+uploads again; a marker read or listing that fails for any reason but
+credentials or configuration is a cache miss, never an error (§6 "Any
+failure is a cache miss"). Credentials errors name what boto3 looked at and
+how to fix it, never a value.
 """
 
 from __future__ import annotations
@@ -103,10 +108,8 @@ def stage_source(
         reused=True,
         uploaded=0,
     )
-    if not force:
-        verdict = _read_verdict(store, marker_uri, source, environ)
-        if verdict is marker.MarkerVerdict.MATCH:
-            return result
+    if not force and _reuse_verdict(store, base, source, environ) is marker.MarkerVerdict.MATCH:
+        return result
     uploads = [
         Upload(path=source.root / item.path, uri=S3Uri(bucket=bucket, key=base.key + item.path))
         for item in source.files
@@ -127,7 +130,9 @@ def stage_source(
             remedy="rerun when the checkout is quiet (no build or editor writing to it)",
             details={"changed": changed[:20], "uri": str(base)},
         )
-    body = marker.encode(source.fingerprint, source.file_count, source.total_bytes)
+    body = marker.encode(
+        source.fingerprint, source.file_count, source.total_bytes, _landed(store, base, source)
+    )
     try:
         store.write_bytes(marker_uri, body, content_type="application/json")
     except StorageError as exc:
@@ -135,10 +140,9 @@ def stage_source(
         if explained is None:
             raise
         raise explained from exc
-    verdict = _read_verdict(store, marker_uri, source, environ)
-    if verdict is not marker.MarkerVerdict.MATCH:
+    if _read_marker(store, marker_uri, environ) != body:
         raise StorageError(
-            f"the source marker {marker_uri} did not read back after the upload ({verdict.value})",
+            f"the source marker {marker_uri} did not read back after the upload",
             remedy="rerun; if it persists, check that the endpoint is a consistent S3 store",
             details={"kind": StorageErrorKind.UNKNOWN.value, "uri": str(marker_uri)},
         )
@@ -155,30 +159,75 @@ def stage_source(
 def verify_prefix(
     uri: str, store: ObjectStore, *, env: Mapping[str, str] | None = None
 ) -> marker.MarkerVerdict:
-    """Whether the prefix ``uri`` (ending in a fingerprint) holds a complete staging of it.
+    """Whether the prefix ``uri`` (ending in a fingerprint) holds a complete staging of it:
+    its marker, and every object the marker names, as a listing taken now shows them.
 
     Raises:
-        StorageError: ``uri`` is not ``s3://bucket/key``, or the marker read failed for
-            credentials, configuration or a missing bucket.
+        StorageError: ``uri`` is not ``s3://bucket/key``, or the marker read or the
+            listing failed for credentials, configuration or a missing bucket.
     """
     parsed = S3Uri.parse(uri)
+    base = S3Uri(bucket=parsed.bucket, key=parsed.key.rstrip("/") + "/")
+    environ = os.environ if env is None else env
     expected = decision.uri_fingerprint(uri)
-    marker_uri = S3Uri(bucket=parsed.bucket, key=marker.marker_key(parsed.key))
-    data = _read_marker(store, marker_uri, os.environ if env is None else env)
-    return marker.check(data, expected)
+    data = _read_marker(store, S3Uri(bucket=base.bucket, key=marker.marker_key(base.key)), environ)
+    verdict = marker.check(data, expected)
+    if verdict is not marker.MarkerVerdict.MATCH:
+        return verdict  # no listing for a prefix whose marker already says no
+    return marker.judge(data, expected, _listed(store, base, environ))
 
 
 def _prefix_key(bucket: str, prefix: str, fingerprint: str) -> str:
     return decision.prefix_uri(bucket, prefix, fingerprint).removeprefix(f"s3://{bucket}/")
 
 
-def _read_verdict(
-    store: ObjectStore, uri: S3Uri, source: tree.SourceTree, env: Mapping[str, str]
+def _reuse_verdict(
+    store: ObjectStore, base: S3Uri, source: tree.SourceTree, env: Mapping[str, str]
 ) -> marker.MarkerVerdict:
-    data = _read_marker(store, uri, env)
-    return marker.check(
-        data, source.fingerprint, file_count=source.file_count, total_bytes=source.total_bytes
-    )
+    """The marker of ``base``, then (only if it matches) the objects it names."""
+    data = _read_marker(store, S3Uri(bucket=base.bucket, key=marker.marker_key(base.key)), env)
+    counts = {"file_count": source.file_count, "total_bytes": source.total_bytes}
+    verdict = marker.check(data, source.fingerprint, **counts)
+    if verdict is not marker.MarkerVerdict.MATCH:
+        return verdict
+    return marker.judge(data, source.fingerprint, _listed(store, base, env), **counts)
+
+
+def _listed(
+    store: ObjectStore, base: S3Uri, env: Mapping[str, str]
+) -> dict[str, tuple[int, str]] | None:
+    """Key under ``base`` -> (size, ETag), the marker excluded; None for a failure an
+    upload could cure (a cache miss)."""
+    try:
+        objects = store.list_objects(base)
+    except StorageError as exc:
+        if storage_errors.kind_of(exc) not in _FATAL_KINDS:
+            return None
+        explained = _credentials_error(exc, env)
+        if explained is None:
+            raise
+        raise explained from exc
+    listed = {o.key.removeprefix(base.key): (o.size, o.etag) for o in objects}
+    listed.pop(marker.MARKER_NAME, None)
+    return listed
+
+
+def _landed(store: ObjectStore, base: S3Uri, source: tree.SourceTree) -> list[tuple[str, int, str]]:
+    """Each uploaded file's (key, size, ETag) as the store lists it now.
+
+    Raises:
+        StorageError: the listing failed, or a file is missing or of another size.
+    """
+    listed = {o.key.removeprefix(base.key): o for o in store.list_objects(base)}
+    wrong = [f.path for f in source.files if f.path not in listed or listed[f.path].size != f.size]
+    if wrong:
+        raise StorageError(
+            f"{len(wrong)} uploaded object(s) under {base} are missing or of another size "
+            f"(first: {wrong[0]}); the marker was not written, so nothing will reuse them",
+            remedy="rerun; if it persists, check that the endpoint is a consistent S3 store",
+            details={"kind": StorageErrorKind.UNKNOWN.value, "uri": str(base)},
+        )
+    return [(f.path, f.size, listed[f.path].etag) for f in source.files]
 
 
 def _read_marker(store: ObjectStore, uri: S3Uri, env: Mapping[str, str]) -> bytes | None:

@@ -10,22 +10,30 @@ directory, and both teardown paths run it: ``npa skypilot cleanup-controller``
 1. Read ``sky jobs queue --all --all-users -o json`` (``observation``: tasks
    collapsed per job with the user that owns it; a row without its user is a
    partial answer, hence unknown).
+   With each queue read, list the launches recorded in flight in the state
+   directory (``journal.inflight``): a launch accepted by the API server but
+   not yet in the queue holds the down off like a job does.
 2. Decide. WAIT sleeps one poll on the injected clock, with a progress line
-   naming the CANCELLING jobs and the time left of the shown deadline, then
-   reads again; RETRY_AFTER_DRAIN does the same after SkyPilot's own
-   "In-progress managed jobs found" refusal.
+   naming the CANCELLING jobs or the launches in flight and the time left of
+   the shown deadline, then reads again; RETRY_AFTER_DRAIN does the same after
+   SkyPilot's own "In-progress managed jobs found" refusal.
 3. DOWN is a journaled mutation (faults.md invariant 5): the record
    ``<state>/npa-locks/controller-down.json`` is durable before ``sky down``
    (never ``--purge``; the ``delete`` prompt answered) is sent, and cleared on
    a definite answer (torn down, already absent, refused untouched). While it
    stands no submit launches into the state, and a rerun finishes the teardown:
    it reads the queue again, so a down that completed before the crash is seen
-   as no controller, and one that did not is sent again.
+   as no controller, and one that did not is sent again. Once the record is
+   durable the launch records are listed once more: a submit writes its launch
+   record before it checks for a down record, so of the two that race, at
+   least one sees the other and backs off (a launch recorded now clears the
+   down record and the gate waits for it).
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -34,7 +42,7 @@ from npa_infra.runs import controllergate as gate
 from npa_infra.skypilot.base import SkyPilot
 from npa_infra.skypilot.isolation import IsolatedDir
 from npa_infra.skypilot.models import DownOutcome, DownResult, QueueResult, QueueVerdict
-from npa_infra.stack.models import BlockingJob, ControllerReport, ControllerStatus
+from npa_infra.stack.models import BlockingJob, ControllerReport, ControllerStatus, LaunchInFlight
 
 __all__ = [
     "DEFAULT_DEADLINE",
@@ -85,6 +93,17 @@ class Outcome:
     sky_down_calls: int
 
 
+def pending_launches(isolated: IsolatedDir) -> tuple[gate.PendingLaunch, ...] | None:
+    """The launches recorded in flight in the state directory; None: not listable."""
+    found = inflight.launches_in_flight(isolated.root)
+    if found is None:
+        return None
+    return tuple(
+        gate.PendingLaunch(run_id, launch.job_name, launch.home)
+        for run_id, launch in sorted(found.items())
+    )
+
+
 def observation(result: QueueResult) -> gate.QueueObservation:
     """An all-users queue answer as the gate reads it (skypilot-0.12.md §3.2, §3.3)."""
     if result.verdict is QueueVerdict.VERIFIED_EMPTY:
@@ -107,12 +126,19 @@ def observation(result: QueueResult) -> gate.QueueObservation:
     return gate.QueueObservation(gate.QueueKind.JOBS, tuple(jobs))
 
 
-def _down(sky: SkyPilot, plan: Teardown, now: float) -> DownResult:
-    """``sky down`` of the controller, journaled before it is sent (module docstring, 3)."""
+def _down(
+    sky: SkyPilot, plan: Teardown, now: float
+) -> DownResult | tuple[gate.PendingLaunch, ...] | None:
+    """``sky down`` of the controller, journaled before it is sent (module docstring, 3);
+    the launches (or None: not listable) instead when one was recorded meanwhile."""
     root = plan.isolated.root
     inflight.begin_controller_down(
         root, inflight.ControllerDown(plan.controller, plan.stack, os.getpid(), now)
     )
+    launches = pending_launches(plan.isolated)
+    if launches != ():
+        inflight.end_controller_down(root)  # nothing sent: the launch goes on, the gate waits
+        return launches
     result = sky.down_controller()
     if result.outcome is not DownOutcome.FAILED:  # a definite answer; a failure may have acted
         inflight.end_controller_down(root)
@@ -134,32 +160,27 @@ def execute(
     """Run the gate to a final decision (module docstring); ``sky down`` only under ``yes``."""
     deadline = now() + plan.deadline_seconds
     queue: gate.QueueObservation | None = observation(sky.queue(all_users=True))
+    launches = pending_launches(plan.isolated)
     reads, downs = 1, 0
     last, detail = gate.DownKind.NONE, ""
     while True:
         decision = gate.decide(
-            gate.GateInput(queue, last, detail, now() >= deadline, confirmed=plan.yes)
+            gate.GateInput(
+                queue, last, detail, now() >= deadline, confirmed=plan.yes, launches=launches
+            )
         )
         if decision.action in (gate.Action.WAIT, gate.Action.RETRY_AFTER_DRAIN):
-            left = _left(deadline, now())
-            if decision.action is gate.Action.WAIT:
-                progress(
-                    f"waiting for {len(decision.draining)} CANCELLING job(s) to reach "
-                    f"CANCELLED ({decision.describe()}): {left:.0f}s left of the "
-                    f"{plan.deadline_seconds:.0f}s deadline"
-                )
-            else:
-                progress(
-                    "SkyPilot refused the teardown: in-progress managed jobs found; reading "
-                    f"the queue again ({left:.0f}s left of the {plan.deadline_seconds:.0f}s "
-                    "deadline)"
-                )
-            sleep(min(plan.poll_seconds, left))
+            progress(_waiting(decision, plan, _left(deadline, now())))
+            sleep(min(plan.poll_seconds, _left(deadline, now())))
             queue, reads = observation(sky.queue(all_users=True)), reads + 1
+            launches = pending_launches(plan.isolated)
             continue
         if decision.action is gate.Action.DOWN:
             progress(f"tearing down {plan.controller} (sky down, answering its delete prompt)")
             answer = _down(sky, plan, now())
+            if not isinstance(answer, DownResult):
+                launches = answer  # recorded after the decision: decide again, nothing sent
+                continue
             downs += 1
             queue, last, detail = None, _DOWN_KINDS[answer.outcome], answer.detail
             continue
@@ -168,8 +189,35 @@ def execute(
         return Outcome(decision, reads, downs)
 
 
-def _next(plan: Teardown, status: ControllerStatus) -> list[str]:
+def _waiting(decision: gate.Decision, plan: Teardown, left: float) -> str:
+    """The progress line of one wait, with the time left of the shown deadline."""
+    deadline = f"{left:.0f}s left of the {plan.deadline_seconds:.0f}s deadline"
+    if decision.action is gate.Action.RETRY_AFTER_DRAIN:
+        return (
+            "SkyPilot refused the teardown: in-progress managed jobs found; reading "
+            f"the queue again ({deadline})"
+        )
+    if decision.launches:
+        return (
+            f"waiting for {len(decision.launches)} launch(es) in flight to settle "
+            f"({decision.describe()}): {deadline}"
+        )
+    return (
+        f"waiting for {len(decision.draining)} CANCELLING job(s) to reach "
+        f"CANCELLED ({decision.describe()}): {deadline}"
+    )
+
+
+def _settle(launch: gate.PendingLaunch, stack: str) -> str:
+    """The command that settles one launch in flight: cancel its run, from its own home."""
+    home = f"NPA_HOME={shlex.quote(launch.home)} " if launch.home != "?" else ""
+    return f"{home}npa workbench workflow cancel {launch.run_id} -s {stack} --json"
+
+
+def _next(plan: Teardown, status: ControllerStatus, decision: gate.Decision) -> list[str]:
     rerun = f"npa skypilot cleanup-controller --stack {plan.stack} --yes"
+    if decision.launches and status in (ControllerStatus.REFUSED, ControllerStatus.TIMED_OUT):
+        return [*(_settle(launch, plan.stack) for launch in decision.launches), rerun]
     if status in (ControllerStatus.REFUSED, ControllerStatus.TIMED_OUT):
         return ["npa workbench workflow cancel <run> --json", rerun]
     if status is ControllerStatus.WOULD_REMOVE:
@@ -193,7 +241,11 @@ def report(plan: Teardown, outcome: Outcome) -> ControllerReport:
         blocking_jobs=[
             BlockingJob(id=j.job_id, name=j.name, user=j.user, status=j.status) for j in held
         ],
-        next=_next(plan, status),
+        launches_in_flight=[
+            LaunchInFlight(run_id=launch.run_id, job_name=launch.job_name, home=launch.home)
+            for launch in decision.launches
+        ],
+        next=_next(plan, status, decision),
         deadline_seconds=plan.deadline_seconds,
         detail=decision.describe()[:1000],
         sky_down_calls=outcome.sky_down_calls,

@@ -34,6 +34,7 @@ __all__ = [
     "DestroyStatus",
     "EngineUpdate",
     "GateReport",
+    "LaunchInFlight",
     "OutputEntry",
     "OutputsReport",
     "StackOutputs",
@@ -144,6 +145,14 @@ class BlockingJob(_Model):
     status: str
 
 
+class LaunchInFlight(_Model):
+    """A launch recorded in flight in the state directory (not yet in the queue, maybe)."""
+
+    run_id: str
+    job_name: str
+    home: str  # the npa home whose journal holds the run; "?" when the record is unreadable
+
+
 class ControllerReport(_Model):
     """What the controller's teardown gate saw and did (cli.md style: one object, ``status``)."""
 
@@ -153,6 +162,7 @@ class ControllerReport(_Model):
     controller: str
     reason: str
     blocking_jobs: list[BlockingJob] = []
+    launches_in_flight: list[LaunchInFlight] = []
     next: list[str] = []
     deadline_seconds: float
     detail: str = ""

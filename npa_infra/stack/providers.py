@@ -107,11 +107,25 @@ def _progress(line: str) -> None:
     sys.stderr.flush()
 
 
+_HELD = (ControllerStatus.REFUSED, ControllerStatus.TIMED_OUT)
+
+
 def _raise_unless_gone(report: ControllerReport) -> None:
     """The gate's result as the engine shows it: only the message (module docstring)."""
     if report.status in (ControllerStatus.REMOVED, ControllerStatus.ALREADY_GONE):
         return
     jobs = [j.model_dump() for j in report.blocking_jobs]
+    if report.launches_in_flight and report.status in _HELD:
+        raise RunStateError(
+            f"refusing to tear down the SkyPilot controller of stack {report.stack}: launches "
+            f"in flight may still create jobs on it: {report.detail}. Hint: continue or cancel "
+            f"each run ({'; '.join(report.next[:-1])}), then rerun the destroy",
+            remedy=report.next[0] if report.next else "npa workbench workflow cancel <run> --json",
+            details={
+                "launches_in_flight": [launch.model_dump() for launch in report.launches_in_flight],
+                "reason": report.reason,
+            },
+        )
     if report.status in (ControllerStatus.REFUSED, ControllerStatus.TIMED_OUT):
         why = "timed out waiting for" if report.status is ControllerStatus.TIMED_OUT else "found"
         raise RunStateError(

@@ -2,7 +2,8 @@
 
 Runtime mode reads a small artifact (a decision), proves a declared output
 key or prefix exists after success (runtime-reference.md §2) and writes small
-objects; source staging uploads a tree (runtime-reference.md §6); the stack's
+objects; source staging uploads a tree and lists it to prove a staged copy is
+still whole (runtime-reference.md §6); the stack's
 source prefix deletes what it staged, when asked (pulumi.md §3). Reads and
 probes separate authoritative absence from "could not tell", so a
 fail-closed caller never mistakes an outage for a missing object.
@@ -13,12 +14,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from npa_infra.storage.models import ObjectProbe, S3Uri, Upload
+from npa_infra.storage.models import ObjectProbe, S3Uri, StoredObject, Upload
 
-__all__ = ["MAX_READ_BYTES", "UPLOAD_WORKERS", "ObjectStore"]
+__all__ = ["MAX_LISTED", "MAX_READ_BYTES", "UPLOAD_WORKERS", "ObjectStore"]
 
 MAX_READ_BYTES = 1024 * 1024  # artifacts read through the store are small: 1 MiB by default
 UPLOAD_WORKERS = 8  # runtime-reference.md §6: the source tree is uploaded by 8 workers
+MAX_LISTED = 200_000  # objects one listing may return: a staged source tree is far smaller
 
 
 class ObjectStore(Protocol):
@@ -46,6 +48,17 @@ class ObjectStore(Protocol):
 
         Raises:
             StorageError: never for store failures (they are ``unavailable`` probes).
+        """
+        ...
+
+    def list_objects(
+        self, uri: S3Uri, *, max_objects: int = MAX_LISTED
+    ) -> tuple[StoredObject, ...]:
+        """Every object whose key starts with ``uri.key``, with its size and ETag.
+
+        Raises:
+            StorageError: the listing failed (its kind says why; never read as empty),
+                or kind ``too_large`` past ``max_objects``.
         """
         ...
 

@@ -18,7 +18,15 @@ from typing import Any
 
 from npa_infra.errors import StorageError
 
-__all__ = ["MAX_KEY_BYTES", "ObjectProbe", "ProbeState", "S3Uri", "StorageErrorKind", "Upload"]
+__all__ = [
+    "MAX_KEY_BYTES",
+    "ObjectProbe",
+    "ProbeState",
+    "S3Uri",
+    "StorageErrorKind",
+    "StoredObject",
+    "Upload",
+]
 
 MAX_KEY_BYTES = 1024  # S3's own limit on a key's UTF-8 length
 _SCHEME = "s3://"
@@ -97,6 +105,15 @@ class Upload:
 
     path: Path
     uri: S3Uri
+
+
+@dataclass(frozen=True, slots=True)
+class StoredObject:
+    """One object a listing showed: its key, size and ETag (quotes stripped), as the store says."""
+
+    key: str
+    size: int
+    etag: str
 
 
 class ProbeState(StrEnum):

@@ -13,13 +13,20 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from npa_infra.errors import ConfigError, StorageError
 from npa_infra.storage import errors
-from npa_infra.storage.base import MAX_READ_BYTES, UPLOAD_WORKERS
-from npa_infra.storage.models import ObjectProbe, ProbeState, S3Uri, StorageErrorKind, Upload
+from npa_infra.storage.base import MAX_LISTED, MAX_READ_BYTES, UPLOAD_WORKERS
+from npa_infra.storage.models import (
+    ObjectProbe,
+    ProbeState,
+    S3Uri,
+    StorageErrorKind,
+    StoredObject,
+    Upload,
+)
 
 __all__ = ["BotoStore"]
 
@@ -166,6 +173,29 @@ class BotoStore:
                 state=ProbeState.EMPTY, detail=f"{zero_sized} zero-size object(s) under {uri}"
             )
         return ObjectProbe(state=ProbeState.ABSENT, detail=f"no object under {uri}")
+
+    def list_objects(
+        self, uri: S3Uri, *, max_objects: int = MAX_LISTED
+    ) -> tuple[StoredObject, ...]:
+        """Every object under the prefix (raw S3 prefix match), a page per request.
+
+        Raises:
+            StorageError: the listing failed, or ``too_large`` past ``max_objects``.
+        """
+        found: list[StoredObject] = []
+        try:
+            pages = self._s3().get_paginator("list_objects_v2")
+            listing = pages.paginate(
+                Bucket=uri.bucket, Prefix=uri.key, PaginationConfig={"PageSize": self._page_size}
+            )
+            for page in listing:
+                for entry in page.get("Contents") or ():
+                    found.append(_stored(entry))
+                if len(found) > max_objects:
+                    raise _too_many(uri, max_objects)
+        except errors.upstream_errors() as exc:
+            raise self._translate(exc, "list", uri, errors.classify(exc)) from exc
+        return tuple(found)
 
     def write_bytes(
         self, uri: S3Uri, data: bytes, *, content_type: str = "application/octet-stream"
@@ -350,6 +380,23 @@ def _read_capped(body: Any, max_bytes: int) -> bytes:
         chunks.append(chunk)
         total += len(chunk)
     return b"".join(chunks)
+
+
+def _stored(entry: Mapping[str, Any]) -> StoredObject:
+    size = entry.get("Size")
+    return StoredObject(
+        key=str(entry.get("Key", "")),
+        size=size if isinstance(size, int) else -1,  # no size: matches no expected one
+        etag=str(entry.get("ETag") or "").strip('"'),
+    )
+
+
+def _too_many(uri: S3Uri, max_objects: int) -> StorageError:
+    return StorageError(
+        f"{uri} holds more than {max_objects} objects, more than npa lists",
+        remedy="stage source under its own prefix (npa-infra:sourcePrefix), then rerun",
+        details={"kind": StorageErrorKind.TOO_LARGE.value, "uri": str(uri)},
+    )
 
 
 def _require_key(uri: S3Uri, operation: str) -> None:

@@ -22,7 +22,7 @@ from npa_infra.skypilot.isolation import IsolatedDir
 from npa_infra.stack import api
 from npa_infra.stack.models import DestroyStatus, UpStatus
 from npa_infra.workflow.target import stackfile
-from tests.support.skysim import harness
+from tests.support import skyvenv
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
@@ -66,7 +66,7 @@ def world(
     secret = root / "passphrase"
     secret.write_text(uuid.uuid4().hex, encoding="utf-8")
     secret.chmod(0o600)
-    sky = harness.write_wrapper(root)
+    sky = skyvenv.simulator(root)
     env = {
         **os.environ,
         "NPA_HOME": str(root / "home"),

@@ -339,6 +339,9 @@ def _drive(
     )
 
     def before_post(intent: TransactionRecord) -> None:
+        # the intent checkpoint wrote this launch's in-flight record; a teardown writes its
+        # down record before listing those: checked again now, one of the two sees the other
+        _refuse_during_controller_down(request, isolated)
         # the sequence this POST carries is durable (the intent checkpoint) before it is sent
         taskfiles.write(
             isolated,

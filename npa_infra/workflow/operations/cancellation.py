@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from npa_infra import config as npa_config
+from npa_infra.projects.models import RunIdentity
 from npa_infra.runs import cancel as cancel_rules
 from npa_infra.runs import codec
 from npa_infra.runs.lifecycle import RunStatus
@@ -103,7 +104,7 @@ def cancel_run(
         if run is None:
             return _plan_or_unknown(journal, run_id, scope)
         context = str((run.data or {}).get("context") or "")
-        if scope is not None and not scope.admits(run.stack or None, context or None):
+        if scope is not None and not scope.admits(RunIdentity.of(run.stack, run.data)):
             theirs = f"its stack: {run.stack or 'none'}"
             return CancelReport(
                 run_id, "unknown_run", errors=[f"the run is not of {scope.describe()} ({theirs})"]
@@ -157,8 +158,7 @@ def _plan_or_unknown(journal: Journal, run_id: str, scope: Selection | None) -> 
     plan = journal.get_plan(run_id)
     if plan is None:
         return CancelReport(run_id, "unknown_run", errors=["the journal has never seen this run"])
-    context = str((plan.data or {}).get("context") or "") or None
-    if scope is not None and not scope.admits(plan.stack or None, context):
+    if scope is not None and not scope.admits(RunIdentity.of(plan.stack, plan.data)):
         theirs = f"its stack: {plan.stack or 'none'}"
         return CancelReport(
             run_id, "unknown_run", errors=[f"the run is not of {scope.describe()} ({theirs})"]

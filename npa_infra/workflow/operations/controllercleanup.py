@@ -20,10 +20,17 @@ This module resolves what the loop needs for one stack:
 
 Without ``yes`` nothing is sent but the queue read: the result says what
 would be removed and what blocks it. Never ``--purge``.
+
+A launch recorded in flight in the state directory (``journal.inflight``)
+holds the down off until it settles (``runs.controllergate``); a refusal for
+it names, per run, the command that continues it (the run's own
+``--resume-run`` command from this home's journal) and the one that cancels
+it, each from the npa home that launched it.
 """
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -151,9 +158,51 @@ def cleanup_controller(
         sky, plan, now=given.clock.now, sleep=given.clock.sleep, progress=given.progress
     )
     report = controllerdown.report(plan, outcome)
+    if report.launches_in_flight and report.status in _HELD:
+        return report.model_copy(update={"next": _next_for_launches(report, stack, env)})
     if not report.blocking_jobs:
         return report
     return report.model_copy(update={"next": _next_for_jobs(report, stack, env)})
+
+
+_HELD = (ControllerStatus.REFUSED, ControllerStatus.TIMED_OUT)
+
+
+def _next_for_launches(report: ControllerReport, stack: str, env: Mapping[str, str]) -> list[str]:
+    """Per launch in flight: continue its run (its resume command) or cancel it, from the
+    npa home that launched it; then the teardown again."""
+    home = str(npa_config.npa_home(env))
+    resumes = _resume_commands(env, [launch.run_id for launch in report.launches_in_flight])
+    steps: list[str] = []
+    for launch in report.launches_in_flight:
+        cancel = f"npa workbench workflow cancel {launch.run_id} -s {stack} --json"
+        if launch.home == home:
+            resume = resumes.get(launch.run_id)
+            steps += [resume, cancel] if resume else [cancel]
+        elif launch.home == "?":
+            steps.append(
+                f"run {launch.run_id}'s launch record is unreadable: continue or cancel the "
+                f"run from the npa home that launched it ({cancel})"
+            )
+        else:
+            steps.append(f"NPA_HOME={shlex.quote(launch.home)} {cancel}")
+    steps.append(f"npa skypilot cleanup-controller -s {stack} --yes")
+    return list(dict.fromkeys(steps))
+
+
+def _resume_commands(env: Mapping[str, str], run_ids: list[str]) -> dict[str, str]:
+    """Run id -> the exact command that resumes it, for the runs this home's journal holds."""
+    from npa_infra.journal.store import Journal, journal_path
+
+    home = npa_config.npa_home(env)
+    if not journal_path(home).is_file():
+        return {}
+    journal = Journal.open(home)
+    try:
+        rows = {run_id: journal.get_run(run_id) for run_id in run_ids}
+    finally:
+        journal.close()
+    return {r: shlex.join(row.resume_argv) for r, row in rows.items() if row and row.resume_argv}
 
 
 def _next_for_jobs(report: ControllerReport, stack: str, env: Mapping[str, str]) -> list[str]:

@@ -39,6 +39,7 @@ from npa_infra import config as npa_config
 from npa_infra.errors import NpaError
 from npa_infra.journal import inflight
 from npa_infra.journal.lock import STATE_LOCKS
+from npa_infra.projects.models import RunIdentity
 from npa_infra.runs import leftovers as plan
 from npa_infra.workflow.operations import leftoverfiles as files
 from npa_infra.workflow.operations.cleanupreport import (
@@ -119,9 +120,9 @@ def _lock_runs(state: Path, locks: files.Locks) -> list[plan.RunObservation]:
 
 def _journal_runs(
     home: Path, locks: files.Locks
-) -> tuple[list[plan.RunObservation], list[str], dict[str, tuple[str | None, str | None]]]:
-    """The journal's runs (liveness by the teardown gate's rule), the live ids, and each
-    run's stack and context (``leftoverscope.Owner``).
+) -> tuple[list[plan.RunObservation], list[str], dict[str, RunIdentity]]:
+    """The journal's runs (liveness by the teardown gate's rule), the live ids, and whose
+    each run is (``leftoverscope.Owner``).
 
     Raises:
         ConfigError: the journal exists but cannot be read (nothing is judged then).
@@ -140,7 +141,7 @@ def _journal_runs(
         journal.close()
     found, live, owners = [], [], {}
     for run_id, row in rows.items():
-        owners[run_id] = (row.stack or None, str((row.data or {}).get("context") or "") or None)
+        owners[run_id] = RunIdentity.of(row.stack, row.data)
         state = adapters.recorded_state_dir(row.data)
         active = verdicts.get(run_id) is gate.RunVerdict.ACTIVE
         paths = [home / "locks" / (row.stack or "default") / f"{run_id}.lock"]

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from npa_infra.errors import NpaError
+from npa_infra.projects.models import RunIdentity
 from npa_infra.runs import leftovers as plan
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Owner", "context", "cover", "own_state_dirs", "selector"]
 
-Owner = tuple[str | None, str | None]  # a journal run's stack and context
+Owner = RunIdentity  # whose a journal run is: its stack, context, project, state directory
 
 
 def selector(scope: Selection) -> str:
@@ -81,7 +82,7 @@ def cover(
     state_dirs: set[str],
 ) -> plan.Scope:
     """The planner's ``Scope``: the admitted runs, the others, and the state directories."""
-    mine = frozenset(run for run, (stack, ctx) in owners.items() if scope.admits(stack, ctx))
+    mine = frozenset(run for run, owner in owners.items() if scope.admits(owner))
     recorded = {r.state_dir for r in runs if r.run_id in mine and r.state_dir}
     dirs = frozenset(str(Path(d)) for d in state_dirs | recorded)
     return plan.Scope(dirs, mine, frozenset(owners) - mine)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict
 
 from npa_infra import config as npa_config
+from npa_infra.projects.models import RunIdentity
 from npa_infra.runs import listing
 
 if TYPE_CHECKING:
@@ -74,8 +75,7 @@ def list_runs(
 
 def _entries(journal: Journal, scope: Selection | None) -> list[listing.RunEntry]:
     def admitted(stack: str | None, data: Mapping[str, object] | None) -> bool:
-        context = str((data or {}).get("context") or "") or None
-        return scope is None or scope.admits(stack or None, context)
+        return scope is None or scope.admits(RunIdentity.of(stack, data))
 
     entries: list[listing.RunEntry] = []
     for run in journal.runs():

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict
 
 from npa_infra import config as npa_config
 from npa_infra.errors import NpaError
+from npa_infra.projects.models import RunIdentity
 from npa_infra.runs import logtargets
 from npa_infra.runs.logtargets import ReadState
 
@@ -112,8 +113,7 @@ def run_logs(
         run = journal.get_run(run_id)
         if run is None:
             return _without_run(journal, run_id, scope)
-        context = str((run.data or {}).get("context") or "") or None
-        if scope is not None and not scope.admits(run.stack or None, context):
+        if scope is not None and not scope.admits(RunIdentity.of(run.stack, run.data)):
             detail = f"run {run_id} is not of {scope.describe()} (its stack: {run.stack or 'none'})"
             return LogsReport(status="not_found", run_id=run_id, detail=detail)
         chosen = logtargets.select(_attempts(journal, run_id), wave=wave, attempt=attempt)
@@ -129,8 +129,7 @@ def _without_run(journal: Journal, run_id: str, scope: Selection | None) -> Logs
     plan = journal.get_plan(run_id)
     if plan is None:
         return LogsReport(status="not_found", run_id=run_id, detail="unknown run id")
-    context = str((plan.data or {}).get("context") or "") or None
-    if scope is not None and not scope.admits(plan.stack or None, context):
+    if scope is not None and not scope.admits(RunIdentity.of(plan.stack, plan.data)):
         detail = f"run {run_id} is not of {scope.describe()} (its stack: {plan.stack or 'none'})"
         return LogsReport(status="not_found", run_id=run_id, detail=detail)
     detail = "the run is plan-only (--plan-only): nothing was launched, so no job has a log"

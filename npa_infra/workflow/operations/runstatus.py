@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from npa_infra import config as npa_config
+from npa_infra.projects.models import RunIdentity
 from npa_infra.runs import lifecycle
 from npa_infra.runs.lifecycle import RunStatus
 from npa_infra.skypilot.models import JobStatus, QueueResult, QueueVerdict
@@ -207,7 +208,7 @@ def run_status(
         run = journal.get_run(run_id)
         if run is None:
             return _plan_status(journal, run_id, scope)
-        if scope is not None and not scope.admits(run.stack or None, _context(run) or None):
+        if scope is not None and not scope.admits(RunIdentity.of(run.stack, run.data)):
             detail = f"run {run_id} is not of {scope.describe()} (its stack: {run.stack or 'none'})"
             return StatusReport(run_id, None, "NOT_FOUND", None, None, detail=detail)
         report = _from_journal(journal, run)
@@ -224,8 +225,7 @@ def _plan_status(journal: Journal, run_id: str, scope: Selection | None) -> Stat
     plan = journal.get_plan(run_id)
     if plan is None:
         return StatusReport(run_id, None, "NOT_FOUND", None, None, detail="unknown run id")
-    context = str((plan.data or {}).get("context") or "") or None
-    if scope is not None and not scope.admits(plan.stack or None, context):
+    if scope is not None and not scope.admits(RunIdentity.of(plan.stack, plan.data)):
         detail = f"run {run_id} is not of {scope.describe()} (its stack: {plan.stack or 'none'})"
         return StatusReport(run_id, None, "NOT_FOUND", None, None, detail=detail)
     return StatusReport(
@@ -262,7 +262,7 @@ def all_status(
         for run in journal.runs(stack=stack):
             if run.status in TERMINAL_RUN_STATUSES:
                 continue
-            if scope is not None and not scope.admits(run.stack or None, _context(run) or None):
+            if scope is not None and not scope.admits(RunIdentity.of(run.stack, run.data)):
                 continue
             report = _from_journal(journal, run)
             result.runs.append(report)

@@ -350,7 +350,9 @@ def submit(
         warnings=v.warnings,
         exit_code=1 if checked is not None and checked.exit_code == 1 else 0,
     )
-    return planrecord.record(report, spec_path, env=environ, services=services)
+    return planrecord.record(
+        report, spec_path, env=environ, services=services, project=options.project
+    )
 
 
 def _infrastructure(
@@ -448,6 +450,8 @@ def _live_request(
         isolated_config_dir=options.isolated_config_dir,
         project=project,
         extra={
+            # whose run it is: `-p ALIAS` scopes by this, never by a shared context (issue 24)
+            "project": options.project,
             "poll": {"interval": options.poll_seconds, "max_wait": options.max_wait_seconds},
             "retries": options.retries,
             "max_infrastructure_recoveries": options.max_infrastructure_recoveries,
@@ -533,4 +537,4 @@ def _submit_raw(
             "reason": "raw SkyPilot task: images are not resolved by npa-infra",
         },
     )
-    return planrecord.record(report, spec_path, env=env, services=services)
+    return planrecord.record(report, spec_path, env=env, services=services, project=options.project)

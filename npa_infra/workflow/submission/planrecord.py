@@ -53,9 +53,15 @@ Report = TypeVar("Report", bound=PlannedReport)
 
 
 def record(
-    report: Report, spec_path: Path, *, env: Mapping[str, str], services: Services | None
+    report: Report,
+    spec_path: Path,
+    *,
+    env: Mapping[str, str],
+    services: Services | None,
+    project: str | None = None,
 ) -> Report:
-    """Journal ``report``'s run id as a plan and return the report unchanged.
+    """Journal ``report``'s run id as a plan and return the report unchanged; ``project``
+    is the ``--project`` alias it was planned under (what ``-p`` selects it by).
 
     Raises:
         ConfigError: the journal under the npa home cannot be opened.
@@ -86,6 +92,7 @@ def record(
             "infra": infrastructure.get("infra"),
             "context": infrastructure.get("context"),
             "namespace": infrastructure.get("namespace"),
+            "project": project,
         },
     )
     journal = Journal.open(npa_config.npa_home(env))

@@ -25,6 +25,7 @@ from npa_infra.workflow.target.services import Services
 from preflight.probe_ledger import ProbeLedger
 from tests.integration.runs.world import ROOT
 from tests.integration.skypilot.simenv import KUBECONFIG
+from tests.support import skyvenv
 from tests.support.skysim import harness
 from tests.support.stackjournal import journal_run
 
@@ -40,7 +41,7 @@ class Box:
         self.home.mkdir()
         (tmp / "home").mkdir()
         (tmp / "kubeconfig").write_text(KUBECONFIG, encoding="utf-8")
-        self.sky_bin = harness.write_wrapper(tmp)
+        self.sky_bin = skyvenv.simulator(tmp)
         self.env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "LANG": "C.UTF-8",

@@ -86,6 +86,37 @@ def test_submit_drifted_venv_refused_before_journal_or_launch(
     assert world.status("drift-1").status == "NOT_FOUND"  # nothing journaled
 
 
+def _install(world: World, kind: str) -> Venv:
+    """A SkyPilot 0.12.2 install with kubernetes 37 beside it, in layout ``kind``."""
+    drifted = skyvenv.DRIFTED_KUBERNETES
+    if kind == "conda":
+        root = world.root / "conda"
+        return Venv(root, skyvenv.make_conda(root, drifted))
+    if kind == "system":
+        root = world.root / "usr"
+        return Venv(root, skyvenv.make_system(root, drifted))
+    # --user: the user site of the HOME every sky call runs with (the isolated directory's)
+    root = world.isolated.home / ".local"
+    return Venv(root, skyvenv.make_user(world.root / "usr", root, drifted))
+
+
+@pytest.mark.parametrize("kind", ["conda", "system", "user"])
+def test_submit_drifted_install_without_pyvenv_cfg_refused_before_launch(
+    world: World, kind: str
+) -> None:
+    """Issue 24 item 8: a conda, system or --user install has no pyvenv.cfg; its kubernetes
+    37 is read through the shebang's interpreter and the submit is refused, as
+    ``skypilot status`` refuses it, instead of launching a job that retries forever."""
+    venv = _install(world, kind)
+    with pytest.raises(SkyPilotDriftError) as caught:
+        _submit(world, venv, f"drift-{kind}")
+    assert caught.value.details["reason"] == "pins_broken"
+    assert "kubernetes 37.0.0 is outside" in caught.value.message
+    assert caught.value.remedy == "npa skypilot bootstrap"
+    assert world.sim_calls() == []  # not one sky call, so no launch
+    assert world.status(f"drift-{kind}").status == "NOT_FOUND"
+
+
 def test_submit_local_server_seen_through_services_api_ports(world: World) -> None:
     """The gate's look at the fixed ports is ``Services.api_ports`` (issue 31): a foreign
     listener it reports refuses the submit before any ``sky`` call, naming the pid; on a

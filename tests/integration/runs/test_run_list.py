@@ -116,9 +116,9 @@ def test_list_shows_finished_active_and_plan_only_runs_newest_first_no_sky_call(
 
 
 def test_list_scoped_by_stack_and_by_project(world: World) -> None:
-    world.submit(MINIMAL, run_id="sc-ctx")  # on context fake-a, no stack
-    _plan_only(world, "sc-dev", "--stack", "dev")
     store.save(Project(alias="ctxproj", context=CONTEXT), world.env)
+    world.submit(MINIMAL, run_id="sc-ctx", project="ctxproj")  # on context fake-a, no stack
+    _plan_only(world, "sc-dev", "--stack", "dev")
 
     def listed(*args: str) -> list[str]:
         code, stdout, stderr = _npa(world, "list", "--json", *args)
@@ -130,6 +130,54 @@ def test_list_scoped_by_stack_and_by_project(world: World) -> None:
     assert listed("--project", "ctxproj") == ["sc-ctx"]
     code, _, stderr = _npa(world, "list", "-p", "no-such-project")
     assert code == 1 and "Error: " in stderr
+
+
+def test_two_projects_sharing_a_context_never_see_each_others_runs(world: World) -> None:
+    """Issue 24 item 9: ``-p`` scopes by the project's own identity (the alias its runs
+    were submitted under), not by the Kubernetes context both projects are bound to."""
+    store.save(Project(alias="alpha", context=CONTEXT), world.env)
+    store.save(Project(alias="beta", context=CONTEXT), world.env)
+    world.submit(MINIMAL, run_id="a-live", project="alpha")
+    world.submit(MINIMAL, run_id="b-live", project="beta")
+    _plan_only(world, "b-plan", "-p", "beta")
+    world.submit(MINIMAL, run_id="nobody")  # --infra alone: no project's run
+
+    def listed(*args: str) -> list[str]:
+        code, stdout, stderr = _npa(world, "list", "--json", *args)
+        assert code == 0, stderr
+        return sorted(r["run_id"] for r in json.loads(stdout)["runs"])
+
+    assert listed("-p", "alpha") == ["a-live"]
+    assert listed("-p", "beta") == ["b-live", "b-plan"]
+    for run_id in ("b-live", "b-plan", "nobody"):
+        code, stdout, _ = _npa(world, "status", run_id, "--cached", "-p", "alpha", "--json")
+        payload = json.loads(stdout)
+        assert (code, payload["status"]) == (1, "NOT_FOUND"), run_id
+        assert "not of project alpha" in payload["detail"]
+    code, stdout, _ = _npa(world, "status", "--all", "--cached", "-p", "alpha", "--json")
+    assert [r["run_id"] for r in json.loads(stdout)["runs"]] == ["a-live"]
+    code, stdout, _ = _npa(world, "cancel", "b-live", "-p", "alpha", "--json")
+    assert json.loads(stdout)["status"] == "unknown_run"
+    assert [j.get("cancel") for j in world.sim_jobs()] == [None, None, None]
+
+
+def test_project_with_its_own_state_dir_admits_its_runs_journaled_without_an_alias(
+    world: World,
+) -> None:
+    """A run journaled before runs recorded their project (or submitted with --infra into
+    the project's own state directory) is the project's only by that directory."""
+    world.submit(MINIMAL, run_id="old-run")
+    own = Project(alias="owner", context=CONTEXT, state_dir=str(world.isolated.root))
+    store.save(own, world.env)
+    store.save(Project(alias="other", context=CONTEXT), world.env)
+
+    def listed(*args: str) -> list[str]:
+        code, stdout, stderr = _npa(world, "list", "--json", *args)
+        assert code == 0, stderr
+        return [r["run_id"] for r in json.loads(stdout)["runs"]]
+
+    assert listed("-p", "owner") == ["old-run"]
+    assert listed("-p", "other") == []
 
 
 def test_list_all_shows_every_run_default_the_newest_50(world: World) -> None:

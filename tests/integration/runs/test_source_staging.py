@@ -119,6 +119,45 @@ def test_live_submit_second_run_reuses_saved_source(
     assert keys(s3_server) == before
 
 
+def test_live_submit_staged_object_deleted_since_restaged_before_launch(
+    world: World, s3_server: MotoS3, spec: Path, checkout: Path
+) -> None:
+    """Issue 24 item 9: the marker stays but an object it names was deleted (a lifecycle
+    rule, a cleanup): the saved URI is not reused on the marker's word; the objects are
+    listed, the loss found, the checkout uploaded again, and only then the job launches."""
+    s3_server.create_bucket(BUCKET)
+    world.submit(spec, run_id="src-lost-1", source_root=checkout)
+    fp = tree.scan(checkout).fingerprint
+    lost = f"npa-src/npa/{fp}/pkg/mod.py"
+    s3_server.client.delete_object(Bucket=BUCKET, Key=lost)
+
+    result = world.submit(spec, run_id="src-lost-2", source_root=checkout)
+
+    assert result.exit_code == 0, result.to_json()
+    _, events, first_attempt = journal_view(world, "src-lost-2")
+    staged, at = next((d, at) for kind, d, at in events if kind == "source_staging")
+    assert (staged["action"], staged["decision"], staged["uploaded"]) == ("reuse", "staged", 1)
+    assert at < first_attempt  # the source was whole again before the launch
+    assert lost in keys(s3_server)
+
+
+def test_live_submit_exported_uri_with_object_deleted_refused_before_launch(
+    world: World, s3_server: MotoS3, spec: Path, checkout: Path
+) -> None:
+    """An exported URI cannot be restaged by npa: its lost object refuses the run."""
+    s3_server.create_bucket(BUCKET)
+    world.submit(spec, run_id="src-lost-3", source_root=checkout)
+    fp = tree.scan(checkout).fingerprint
+    s3_server.client.delete_object(Bucket=BUCKET, Key=f"npa-src/npa/{fp}/pkg/mod.py")
+    world.env["NPA_SRC_S3_URI"] = f"s3://{BUCKET}/npa-src/npa/{fp}/"
+    launched = len(world.sim_jobs())
+
+    with pytest.raises(ConfigError, match="objects_missing"):
+        world.submit(spec, run_id="src-lost-4", source_root=checkout)
+
+    assert len(world.sim_jobs()) == launched
+
+
 def test_live_submit_exported_uri_kept_nothing_staged(
     world: World, s3_server: MotoS3, spec: Path, checkout: Path
 ) -> None:

@@ -21,6 +21,7 @@ from npa_infra.workflow.execution import liverun
 from npa_infra.workflow.operations import cancellation, runstatus
 from npa_infra.workflow.submission import pipeline, submitflags
 from npa_infra.workflow.target.services import Clock, Services
+from tests.support import skyvenv
 from tests.support.fakekube import FakeKube
 from tests.support.skysim import harness
 from tests.support.skysim.kubepods import kube_env
@@ -155,5 +156,5 @@ def make_world(
         clock.publish = tmp_path / "sky-clock"
         clock.sleep(0.0)  # the simulator's time starts where the world's does
         env["SKYSIM_CLOCK_FILE"] = str(clock.publish)
-    wrapper = harness.write_wrapper(tmp_path)
+    wrapper = skyvenv.simulator(tmp_path)
     return World(tmp_path, fake, wrapper, env, clock=clock, pods=pods, runner=runner)

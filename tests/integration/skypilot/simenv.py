@@ -17,6 +17,7 @@ from npa_infra.skypilot.isolation import ControllerSettings, IsolatedDir
 from npa_infra.skypilot.models import CommandResult
 from npa_infra.skypilot.runner import Runner, SubprocessRunner
 from npa_infra.skypilot.skycli import SkyCli
+from tests.support import skyvenv
 from tests.support.skysim import harness
 
 # Not 46580: tests never touch the real local API server's port (§7.3).
@@ -159,4 +160,4 @@ def make_sim(tmp_path: Path) -> Sim:
         "SKYSIM_FAULTS": str(tmp_path / "faults.json"),
         "SKYSIM_API_PORT": SIM_PORT,
     }
-    return Sim(tmp_path, harness.write_wrapper(tmp_path), tmp_path / "faults.json", env)
+    return Sim(tmp_path, skyvenv.simulator(tmp_path), tmp_path / "faults.json", env)

@@ -17,6 +17,7 @@ import pytest
 
 from npa_infra.skypilot import classify
 from npa_infra.skypilot.models import CommandResult, ErrorKind
+from tests.support import skyvenv
 from tests.support.skysim import harness
 from tests.support.skysim.main import DEFAULT_VERSION, VERSION_FILE
 
@@ -171,7 +172,7 @@ def sky(tmp_path: Path) -> Sky:
         "SKYSIM_API_PORT": PORT,
         "SKYSIM_BANNER": "0",
     }
-    return Sky(tmp_path, harness.write_wrapper(tmp_path), env)
+    return Sky(tmp_path, skyvenv.simulator(tmp_path), env)
 
 
 # -- version, banner, empty queue ------------------------------------------------------

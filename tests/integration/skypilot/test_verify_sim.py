@@ -23,6 +23,7 @@ from npa_infra.skypilot.isolation import IsolatedDir
 from npa_infra.skypilot.skycli import SkyCli
 from npa_infra.workflow.target.services import Clock, Services, SkyFactory, open_sky
 from tests.integration.skypilot.simenv import SIM_PORT
+from tests.support import skyvenv
 from tests.support.fakecluster import FakeClock, FakeCluster
 from tests.support.skysim import harness
 from tests.unit.cli.test_verify_cli import make_venv
@@ -37,7 +38,7 @@ class World:
     def __init__(self, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         self.tmp = tmp
         self.monkeypatch = monkeypatch
-        self.simulator = harness.write_wrapper(tmp)
+        self.simulator = skyvenv.simulator(tmp)
         self.venv_sky = make_venv(tmp / "venv")
         self.state = tmp / "sky-state"
         self.faults_file = tmp / "faults.json"

@@ -56,11 +56,14 @@ def test_stage_first_time_uploads_every_source_file_then_marker(
     assert result.uploaded == 4
     assert keys_under(s3_server) == {base + k for k in SOURCE_KEYS} | {base + ".npa-source.json"}
     assert get(s3_server, base + "pkg/mod.py") == b"VALUE = 1\n"
+    listed = s3_server.client.list_objects_v2(Bucket=BUCKET, Prefix=base)["Contents"]
+    etags = {e["Key"].removeprefix(base): [e["Size"], e["ETag"].strip('"')] for e in listed}
     assert json.loads(get(s3_server, base + ".npa-source.json")) == {
-        "schema": "npa.source.v1",
+        "schema": "npa.source.v2",
         "fingerprint": fp,
         "file_count": 4,
         "total_bytes": result.total_bytes,
+        "objects": {k: etags[k] for k in SOURCE_KEYS},
     }
 
 
@@ -76,7 +79,7 @@ def test_stage_sensitive_and_excluded_files_never_uploaded(
     assert b"PRIVATE KEY" not in everything
 
 
-def test_stage_unchanged_tree_reused_with_exactly_one_request(
+def test_stage_unchanged_tree_reused_with_exactly_two_requests(
     checkout: Path, store: BotoStore, s3_server: MotoS3
 ) -> None:
     first = stage(checkout, store)
@@ -86,7 +89,68 @@ def test_stage_unchanged_tree_reused_with_exactly_one_request(
 
     assert again.reused and again.uploaded == 0
     assert (again.uri, again.fingerprint) == (first.uri, first.fingerprint)
-    assert fresh.request_count == 1  # the marker GET, nothing else
+    assert fresh.request_count == 2  # the marker GET and one listing page, nothing else
+
+
+@pytest.mark.parametrize("damage", ["deleted", "overwritten", "truncated"])
+def test_stage_object_damaged_since_marker_not_reused_restaged(
+    checkout: Path, store: BotoStore, s3_server: MotoS3, damage: str
+) -> None:
+    """Issue 24 item 9: the marker is no proof the objects are still there."""
+    first = stage(checkout, store)
+    key = f"{PREFIX}/{first.fingerprint}/pkg/mod.py"
+    if damage == "deleted":
+        s3_server.client.delete_object(Bucket=BUCKET, Key=key)
+    else:
+        s3_server.put(BUCKET, key, b"VALUE = 9\n" if damage == "overwritten" else b"V")
+    verdict = staging.verify_prefix(first.uri, store)
+
+    again = stage(checkout, store)
+
+    assert verdict is not marker.MarkerVerdict.MATCH
+    assert (again.reused, again.uploaded) == (False, 4)
+    assert get(s3_server, key) == b"VALUE = 1\n"
+    assert staging.verify_prefix(first.uri, store) is marker.MarkerVerdict.MATCH
+
+
+def test_stage_legacy_marker_checked_by_count_and_bytes(
+    checkout: Path, store: BotoStore, s3_server: MotoS3
+) -> None:
+    """A prefix staged before the marker named its objects (``npa.source.v1``) is reused
+    while the listing's count and bytes are the marker's, restaged once an object is gone."""
+    first = stage(checkout, store)
+    base = f"{PREFIX}/{first.fingerprint}/"
+    legacy = {"schema": "npa.source.v1", "fingerprint": first.fingerprint, "file_count": 4,
+              "total_bytes": first.total_bytes}  # fmt: skip
+    s3_server.put(BUCKET, base + ".npa-source.json", json.dumps(legacy).encode())
+
+    assert stage(checkout, store).reused
+    s3_server.client.delete_object(Bucket=BUCKET, Key=base + "README.md")
+    assert staging.verify_prefix(first.uri, store) is marker.MarkerVerdict.OBJECTS_MISSING
+    assert not stage(checkout, store).reused
+
+
+def test_stage_listing_unavailable_is_a_miss_never_a_reuse(
+    checkout: Path, store: BotoStore, s3_server: MotoS3
+) -> None:
+    stage(checkout, store)
+
+    class Unlisting(InterruptingStore):
+        calls = 0
+
+        def list_objects(self, uri: S3Uri, *, max_objects: int = 1) -> Any:
+            type(self).calls += 1
+            if type(self).calls == 1:
+                kind = StorageErrorKind.UNAVAILABLE.value
+                raise StorageError("connection reset", details={"kind": kind})
+            return self.real.list_objects(uri)
+
+        def upload_files(self, uploads: Sequence[Upload], *, workers: int = 8) -> None:
+            self.real.upload_files(uploads, workers=workers)
+
+    again = stage(checkout, Unlisting(store, 0, KeyboardInterrupt()))  # type: ignore[arg-type]
+
+    assert (again.reused, again.uploaded) == (False, 4)
 
 
 def test_stage_force_uploads_even_when_marker_matches(checkout: Path, store: BotoStore) -> None:

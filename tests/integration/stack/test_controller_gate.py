@@ -347,6 +347,131 @@ def test_cleanup_killed_during_sky_down_then_rerun_finishes(
     assert sim.state()["controllers"] == {}
 
 
+# -- issue 24 item 9: a launch in flight holds the controller up --------------------------------
+def record_launch(sim: Sim, run_id: str, home: str) -> Path:
+    """The in-flight record a submit writes before its launch request (``journal.inflight``)."""
+    path = inflight.inflight_path(sim.root / "state", run_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    launch_record = inflight.InflightLaunch(
+        home=home, logical_launch_id=f"{run_id}-l1", job_name=f"{run_id}-00-train",
+        launch_sequence=1, request_ids=("req-1",),
+    )  # fmt: skip
+    inflight.write(path, launch_record)
+    return path
+
+
+def test_cleanup_launch_in_flight_queue_quiet_waits_then_refuses_never_downs(
+    sim: Sim, env: dict[str, str], services: Services, lines: list[str]
+) -> None:
+    """A launch accepted but not yet in the queue (its record stands, the queue shows nothing
+    active) holds ``sky down`` off: waited for within the shown deadline, then refused with
+    the run's own resume command and its cancel."""
+    launch(sim, env, "mine", "SUCCEEDED")
+    with Journal.open(Path(env["NPA_HOME"])) as journal:
+        journal.create_run(a_run("r-flight", stack=STACK))
+    record_launch(sim, "r-flight", env["NPA_HOME"])
+
+    report = cleanup(env, services, deadline=12.0)
+
+    assert (report.status, report.exit_code) == (ControllerStatus.TIMED_OUT, 1)
+    assert report.reason == "launches_in_flight_past_deadline"
+    assert [launch.model_dump() for launch in report.launches_in_flight] == [
+        {"run_id": "r-flight", "job_name": "r-flight-00-train", "home": env["NPA_HOME"]}
+    ]
+    assert report.next == [
+        "npa workbench workflow submit s.yaml --resume-run r-flight",
+        f"npa workbench workflow cancel r-flight -s {STACK} --json",
+        f"npa skypilot cleanup-controller -s {STACK} --yes",
+    ]
+    assert "waiting for 1 launch(es) in flight" in lines[0] and "12s deadline" in lines[0]
+    assert "run r-flight's launch" in lines[0]
+    assert calls(sim, "down") == []
+    assert inflight.controller_down(sim.root / "state") is None
+    assert sim.state()["controllers"] != {}
+
+
+def test_cleanup_launch_in_flight_without_controller_not_already_gone(
+    sim: Sim, env: dict[str, str], services: Services
+) -> None:
+    """No controller yet, but a launch in flight may be starting one: not "already gone"."""
+    sim.isolated().user_id(env)  # the identity a first submit mints before its launch
+    record_launch(sim, "r-first", "/elsewhere/npa-home")
+
+    report = cleanup(env, services, yes=False)
+
+    assert (report.status, report.reason) == (
+        ControllerStatus.REFUSED,
+        "launches_in_flight_unconfirmed",
+    )
+    assert report.next[0] == (
+        f"NPA_HOME=/elsewhere/npa-home npa workbench workflow cancel r-first -s {STACK} --json"
+    )
+    assert calls(sim, "down") == []
+
+
+def test_cleanup_launch_settles_during_the_wait_then_tears_down(
+    sim: Sim, env: dict[str, str], clock: FakeClock, lines: list[str]
+) -> None:
+    launch(sim, env, "mine", "SUCCEEDED")
+    path = record_launch(sim, "r-flight", env["NPA_HOME"])
+
+    def settle(seconds: float) -> None:  # the launch's job id is adopted: its record goes
+        clock.sleep(seconds)
+        inflight.remove(path)
+
+    given = Services(
+        clock=Clock(clock.now, settle, lambda: 0.0),
+        progress=lines.append,
+        isolated_dir=sim.root / "state",
+        api_ports=nothing_listens,
+    )
+    report = cleanup(env, given, deadline=60.0)
+
+    assert (report.status, report.sky_down_calls) == (ControllerStatus.REMOVED, 1)
+    assert len(clock.sleeps) == 1 and "launch(es) in flight" in lines[0]
+
+
+def test_cleanup_launch_recorded_after_the_decision_sends_no_down(
+    sim: Sim, env: dict[str, str], clock: FakeClock
+) -> None:
+    """The race: a submit records its launch after the gate decided DOWN. The down record is
+    durable first, then the launches are listed again: this one is seen, nothing is sent."""
+    launch(sim, env, "mine", "SUCCEEDED")
+    seen: list[str] = []
+
+    def progress(line: str) -> None:
+        seen.append(line)
+        if line.startswith("tearing down"):
+            record_launch(sim, "r-late", env["NPA_HOME"])
+
+    given = Services(
+        clock=Clock(clock.now, clock.sleep, lambda: 0.0),
+        progress=progress,
+        isolated_dir=sim.root / "state",
+        api_ports=nothing_listens,
+    )
+    report = cleanup(env, given, deadline=12.0)
+
+    assert report.status is ControllerStatus.TIMED_OUT
+    assert [launch.run_id for launch in report.launches_in_flight] == ["r-late"]
+    assert (report.sky_down_calls, calls(sim, "down")) == (0, [])
+    assert inflight.controller_down(sim.root / "state") is None  # the submit may go on
+
+
+def test_cleanup_unlistable_launch_records_unproven_exit_2(
+    sim: Sim, env: dict[str, str], services: Services
+) -> None:
+    launch(sim, env, "mine", "SUCCEEDED")
+    launches = inflight.inflight_path(sim.root / "state", "x").parent
+    launches.parent.mkdir(parents=True, exist_ok=True)
+    launches.write_text("", encoding="utf-8")  # not a directory: the listing fails
+
+    report = cleanup(env, services)
+
+    assert (report.status, report.reason) == (ControllerStatus.UNKNOWN, "launch_records_unknown")
+    assert calls(sim, "down") == []
+
+
 # -- npa stack destroy: the same gate ----------------------------------------------------------
 def _project(tmp_path: Path) -> Path:
     repo = Path(__file__).resolve().parents[3]
@@ -428,6 +553,23 @@ def test_destroy_refused_by_a_foreign_job_engine_destroy_not_called(
     assert result.gate.verdict == "clear"  # the journal alone would have let it pass
     assert result.controller is not None
     assert [(j.id, j.user) for j in result.controller.blocking_jobs] == [(job_id, "alice")]
+    assert "destroy" not in [c.operation for c in sink[0].calls]
+    assert calls(sim, "down") == []
+
+
+def test_destroy_launch_in_flight_blocks_engine_destroy_not_called(
+    tmp_path: Path, sim: Sim, env: dict[str, str], services: Services
+) -> None:
+    """``stack destroy`` runs the same gate: a launch not yet in the queue holds it."""
+    launch(sim, env, "mine", "SUCCEEDED")
+    record_launch(sim, "r-flight", env["NPA_HOME"])
+    sink: list[Any] = []
+
+    result = _destroy(tmp_path, sim, env, services, sink)
+
+    assert (result.status, result.exit_code) == (DestroyStatus.BLOCKED_ACTIVE_JOBS, 1)
+    assert result.controller is not None
+    assert [launch.run_id for launch in result.controller.launches_in_flight] == ["r-flight"]
     assert "destroy" not in [c.operation for c in sink[0].calls]
     assert calls(sim, "down") == []
 

@@ -7,6 +7,7 @@ so ``NPA_SKYPILOT_BIN`` / ``SkyCli(binary=...)`` can point at a real file.
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,13 +19,36 @@ __all__ = ["SUPPORT", "read_recorded", "read_state", "state_text", "write_faults
 SUPPORT = Path(__file__).resolve().parents[1]
 
 
-def write_wrapper(directory: Path, name: str = "sky") -> Path:
-    """An executable ``<directory>/<name>`` that runs the simulator with ``sys.executable``."""
+_SHEBANG_MAX = 120  # the kernel reads 128 bytes of a shebang on older Linux
+
+
+def _shebang(interpreter: str, flags: str, trampoline: bool) -> str:
+    """The interpreter line(s); pip's ``/bin/sh`` trampoline for a long path, as pip writes."""
+    if not trampoline and len(interpreter) + len(flags) < _SHEBANG_MAX:
+        return f"#!{interpreter} {flags}\n"
+    quote = "'" * 3
+    return f'#!/bin/sh\n{quote}exec\' {shlex.quote(interpreter)} {flags} "$0" "$@"\n\' {quote}\n'
+
+
+def write_wrapper(
+    directory: Path,
+    name: str = "sky",
+    *,
+    interpreter: Path | None = None,
+    flags: str = "-IS",
+    trampoline: bool = False,
+) -> Path:
+    """An executable ``<directory>/<name>`` that runs the simulator with ``interpreter``.
+
+    The default, ``sys.executable`` (the project's venv, which has no skypilot), is a
+    binary the drift gate refuses: a test that runs the simulator through the real
+    gate takes ``tests.support.skyvenv.simulator``, a healthy install around it.
+    """
     path = directory / name
     # -IS: no site-packages and no PYTHON* variables; the simulator needs the stdlib only.
     path.write_text(
-        f"#!{sys.executable} -IS\n"
-        f"import sys; sys.path.insert(0, {str(SUPPORT)!r}); "
+        _shebang(str(interpreter or sys.executable), flags, trampoline)
+        + f"import sys; sys.path.insert(0, {str(SUPPORT)!r}); "
         "from skysim.main import main; sys.exit(main(sys.argv[1:]))\n",
         encoding="utf-8",
     )

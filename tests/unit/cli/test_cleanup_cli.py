@@ -177,12 +177,16 @@ def test_cleanup_cli_unknown_project_refused_error_and_hint(home: Path, two_stac
     assert "Hint: " in stderr and "Traceback" not in stderr
 
 
-def test_cleanup_cli_context_project_covers_only_its_stackless_runs(
-    home: Path, two_stacks: Path
-) -> None:
+def test_cleanup_cli_context_project_covers_only_its_own_runs(home: Path, two_stacks: Path) -> None:
+    """Its runs are those submitted under its alias: another project's, or no project's, on
+    the same context are not (issue 24: a context is no identity)."""
     store.save(Project(alias="onctx", context="ctx-c"), {"NPA_HOME": str(home)})
-    journal_run(home, "c-done", stack="", status="SUCCEEDED", data={"context": "ctx-c"})
-    (home / "rendered" / "c-done").mkdir(parents=True)
+    mine, theirs = {"context": "ctx-c", "project": "onctx"}, {"context": "ctx-c", "project": "x"}
+    journal_run(home, "c-done", stack="", status="SUCCEEDED", data=mine)
+    journal_run(home, "x-done", stack="", status="SUCCEEDED", data=theirs)
+    journal_run(home, "n-done", stack="", status="SUCCEEDED", data={"context": "ctx-c"})
+    for run_id in ("c-done", "x-done", "n-done"):
+        (home / "rendered" / run_id).mkdir(parents=True)
     code, stdout, _ = _invoke(home, "-p", "onctx", "--json")
     payload = json.loads(stdout)
     assert code == 0

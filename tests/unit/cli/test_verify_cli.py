@@ -27,8 +27,8 @@ from npa_infra.skypilot import port, status, verify
 from npa_infra.skypilot.isolation import IsolatedDir
 from npa_infra.skypilot.skycli import SkyCli
 from npa_infra.workflow.target.services import Clock, Services
+from tests.support import skyvenv
 from tests.support.fakecluster import FakeClock, FakeCluster, kube_error
-from tests.support.skysim import harness
 
 CTX = "nebius-prod"
 REPORT_KEYS = {
@@ -105,7 +105,7 @@ def cluster(given: list[Services], tmp_path: Path, monkeypatch: pytest.MonkeyPat
         CTX, namespaces={"team"}, service_accounts={("team", "skypilot-service-account")}
     )
     clock = FakeClock()
-    simulator = harness.write_wrapper(tmp_path)
+    simulator = skyvenv.simulator(tmp_path)
     tools = tmp_path / "tools"
     tools.mkdir()
     for name in ("socat", "nc"):  # what the simulated API server's own check looks for

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 
-from npa_infra.projects.models import Origin, Selection
+from npa_infra.projects.models import Origin, RunIdentity, Selection
 from npa_infra.projects.record import Project
 from npa_infra.projects.resolve import (
     Entry,
@@ -189,31 +189,64 @@ def test_resolve_any_input_follows_the_rule_chain(drawn: tuple[object, ...]) -> 
         assert name in decided.message
 
 
+CTX_P = Selection(origin=Origin.PROJECT, project="p", context="kind-a")
+CTX_P_DIR = Selection(origin=Origin.PROJECT, project="p", context="kind-a", state_dir="/s/p")
+
+
+def run(
+    stack: str | None = None,
+    context: str | None = "kind-a",
+    project: str | None = None,
+    state_dir: str | None = None,
+) -> RunIdentity:
+    return RunIdentity(stack=stack, context=context, project=project, state_dir=state_dir)
+
+
 @pytest.mark.parametrize(
-    ("selection", "stack", "context", "admitted"),
+    ("selection", "identity", "admitted"),
     [
-        (Selection(), "dev", "kind-a", True),
-        (Selection(origin=Origin.STACK, stack="dev"), "dev", "kind-b", True),
-        (Selection(origin=Origin.STACK, stack="dev"), "prod", "kind-a", False),
-        (Selection(origin=Origin.STACK, stack="dev"), None, "kind-a", False),
-        (Selection(origin=Origin.PROJECT, project="p", context="kind-a"), None, "kind-a", True),
-        (Selection(origin=Origin.PROJECT, project="p", context="kind-a"), "dev", "kind-a", False),
-        (Selection(origin=Origin.PROJECT, project="p", context="kind-a"), None, "kind-b", False),
+        (Selection(), run("dev"), True),
+        (Selection(origin=Origin.STACK, stack="dev"), run("dev", "kind-b"), True),
+        (Selection(origin=Origin.STACK, stack="dev"), run("prod"), False),
+        (Selection(origin=Origin.STACK, stack="dev"), run(None, project="dev"), False),
+        (CTX_P, run(project="p"), True),
+        (CTX_P, run(project="p", context="kind-b"), True),
+        (CTX_P, run(project="q"), False),
+        (CTX_P, run(), False),
+        (CTX_P, run("dev", project="p"), False),
+        (CTX_P_DIR, run(state_dir="/s/p"), True),
+        (CTX_P_DIR, run(state_dir="/s/q"), False),
+        (CTX_P_DIR, run(project="q", state_dir="/s/p"), False),
+        (Selection(context="kind-a"), run(), True),
+        (Selection(context="kind-a"), run(context="kind-b"), False),
     ],
     ids=[
         "none_admits_all",
         "same_stack",
         "other_stack",
         "stackless_run",
-        "context_project_stackless_run",
+        "context_project_its_run",
+        "context_project_its_run_elsewhere",
+        "context_project_other_projects_run",
+        "context_project_run_of_no_project",
         "context_project_stack_run",
-        "context_project_other_context",
+        "context_project_legacy_run_in_its_state_dir",
+        "context_project_legacy_run_elsewhere",
+        "context_project_other_project_in_its_state_dir",
+        "bare_context_stackless_run",
+        "bare_context_other_context",
     ],
 )
-def test_selection_admits_runs_of_its_target(
-    selection: Selection, stack: str | None, context: str | None, admitted: bool
+def test_selection_admits_runs_by_the_targets_own_identity(
+    selection: Selection, identity: RunIdentity, admitted: bool
 ) -> None:
-    assert selection.admits(stack, context) is admitted
+    assert selection.admits(identity) is admitted
+
+
+def test_run_identity_of_a_journal_row() -> None:
+    data = {"context": "kind-a", "project": "p", "isolated_config_dir": "/s/p", "x": 1}
+    assert RunIdentity.of("", data) == run(None, "kind-a", "p", "/s/p")
+    assert RunIdentity.of("dev", None) == run("dev", None)
 
 
 def test_selection_infra_given_wins_else_project_context() -> None:

@@ -12,6 +12,9 @@ from tests.strategies import controller_gate_inputs
 A, D, K = gate.Action, gate.DownKind, gate.QueueKind
 
 
+FLIGHT = (gate.PendingLaunch("r9", "r9-00-train", "/home/a/.npa"),)
+
+
 def job(job_id: int, status: str, user: str = "tester") -> gate.ManagedJob:
     return gate.ManagedJob(job_id, f"job-{job_id}", user, status)
 
@@ -76,6 +79,41 @@ def jobs(*listed: gate.ManagedJob) -> gate.QueueObservation:
             A.DOWN,
             "queue_all_terminal",
         ),
+        # issue 24: a launch in flight, not yet in the queue, holds the down off
+        (
+            gate.GateInput(gate.QueueObservation(K.EMPTY), confirmed=True, launches=FLIGHT),
+            A.WAIT,
+            "launches_in_flight",
+        ),
+        (
+            gate.GateInput(
+                jobs(job(1, "SUCCEEDED")), deadline_passed=True, confirmed=True, launches=FLIGHT
+            ),
+            A.TIMED_OUT,
+            "launches_in_flight_past_deadline",
+        ),
+        (
+            gate.GateInput(gate.QueueObservation(K.EMPTY), launches=FLIGHT),
+            A.REFUSE,
+            "launches_in_flight_unconfirmed",
+        ),
+        (
+            gate.GateInput(
+                gate.QueueObservation(K.CONTROLLER_ABSENT), confirmed=True, launches=FLIGHT
+            ),
+            A.WAIT,
+            "launches_in_flight",
+        ),
+        (
+            gate.GateInput(jobs(job(1, "RUNNING")), confirmed=True, launches=FLIGHT),
+            A.REFUSE,
+            "active_jobs",
+        ),
+        (
+            gate.GateInput(gate.QueueObservation(K.EMPTY), confirmed=True, launches=None),
+            A.FAIL_CLOSED,
+            "launch_records_unknown",
+        ),
     ],
     ids=[
         "terminal-down",
@@ -95,6 +133,12 @@ def jobs(*listed: gate.ManagedJob) -> gate.QueueObservation:
         "in-progress-rereads",
         "in-progress-past-deadline",
         "drained-after-refusal-downs-again",
+        "launch-in-flight-waits",
+        "launch-in-flight-past-deadline",
+        "launch-in-flight-without-yes",
+        "launch-in-flight-without-controller",
+        "running-job-refuses-before-launch-wait",
+        "unlistable-launch-records-fail-closed",
     ],
 )
 def test_decide_table_each_rule(inputs: gate.GateInput, action: gate.Action, reason: str) -> None:
@@ -147,15 +191,20 @@ def test_decide_down_only_on_a_proven_terminal_or_empty_queue(inputs: gate.GateI
     assert isinstance(decision.action, gate.Action)
     if decision.action is A.DOWN:
         assert inputs.confirmed
+        assert inputs.launches == ()  # issue 24: never while a launch may be in flight
         assert inputs.last_down in (D.NONE, D.IN_PROGRESS)
         assert inputs.queue is not None and inputs.queue.kind in (K.JOBS, K.EMPTY)
         assert all(j.status in gate.TERMINAL for j in inputs.queue.jobs)
-    if decision.action is A.REFUSE:
-        assert decision.blocking
+    if decision.action in (A.ALREADY_GONE, A.WOULD_REMOVE):
+        assert inputs.launches == () or inputs.last_down is D.ALREADY_ABSENT
+    if decision.action is A.REFUSE and not decision.blocking:
+        assert decision.launches and not inputs.confirmed
+    if decision.action is A.REFUSE and decision.blocking:
         assert all(
             j.status not in gate.TERMINAL and j.status != "CANCELLING" for j in decision.blocking
         )
     if decision.action is A.WAIT:
-        assert inputs.confirmed and not inputs.deadline_passed and decision.draining
+        assert inputs.confirmed and not inputs.deadline_passed
+        assert decision.draining or decision.launches
     if inputs.queue is not None and inputs.queue.kind is K.UNKNOWN and inputs.last_down is D.NONE:
         assert decision.action is A.FAIL_CLOSED

@@ -56,15 +56,21 @@ CASES = {
     "foreign-server": (_obs(server=FOREIGN), drift.Action.REFUSE, "foreign_api_server"),
     "unattributed-server": (_obs(server=UNKNOWN), drift.Action.REFUSE, "foreign_api_server"),
     "token": (_obs(tokens=TOKEN), drift.Action.WARN, drift.Reason.STALE_IAM_TOKEN),
-    "not-a-venv": (
-        _obs(_venv(drift.VenvState.NOT_A_VENV, kubernetes="37.0.0")),
-        drift.Action.OK,
-        drift.Reason.UNVERIFIED,
+    # issue 24: a layout the gate cannot read is refused, never waved through
+    "no-interpreter": (
+        _obs(_venv(drift.VenvState.NO_INTERPRETER, kubernetes="37.0.0")),
+        drift.Action.REFUSE,
+        drift.Reason.VENV_UNKNOWN,
     ),
-    "venv-without-skypilot": (
+    "no-interpreter-good-pins": (
+        _obs(_venv(drift.VenvState.NO_INTERPRETER)),
+        drift.Action.REFUSE,
+        drift.Reason.VENV_UNKNOWN,
+    ),
+    "path-without-skypilot": (
         _obs(_venv(drift.VenvState.NO_SKYPILOT, kubernetes="37.0.0")),
-        drift.Action.OK,
-        drift.Reason.UNVERIFIED,
+        drift.Action.REFUSE,
+        drift.Reason.VENV_UNKNOWN,
     ),
     "injected-adapter": (
         _obs(_venv(drift.VenvState.NOT_INSPECTED), server=None),
@@ -87,8 +93,13 @@ CASES = {
         drift.Action.REFUSE,
         drift.Reason.FOREIGN_API_SERVER,
     ),
+    "unknown-before-foreign": (
+        _obs(_venv(drift.VenvState.NO_SKYPILOT), server=FOREIGN, tokens=TOKEN),
+        drift.Action.REFUSE,
+        drift.Reason.VENV_UNKNOWN,
+    ),
     "token-before-unverified": (
-        _obs(_venv(drift.VenvState.NOT_A_VENV), tokens=("NPA_NEBIUS_IAM_TOKEN",)),
+        _obs(_venv(drift.VenvState.NOT_INSPECTED), tokens=("NPA_NEBIUS_IAM_TOKEN",)),
         drift.Action.WARN,
         drift.Reason.STALE_IAM_TOKEN,
     ),
@@ -142,6 +153,15 @@ def test_decide_token_warning_names_variables_and_unset_remedy() -> None:
     assert advisory.text().startswith("Warning: ") and advisory.text().endswith(advisory.remedy)
 
 
+def test_decide_unknown_install_names_what_was_read_and_bootstrap_remedy() -> None:
+    venv = drift.VenvObservation(
+        drift.VenvState.NO_SKYPILOT, detail="/opt/conda/bin/python imports no skypilot"
+    )
+    verdict = drift.decide(_obs(venv))
+    assert verdict.remedy == "npa skypilot bootstrap"
+    assert "/opt/conda/bin/python imports no skypilot" in verdict.message
+
+
 def test_token_advisory_no_names_none() -> None:
     assert drift.token_advisory(()) is None
 
@@ -153,7 +173,12 @@ def test_decide_any_observation_one_verdict_in_rule_order(observation: drift.Obs
     versions = {"python": venv.python, **{n: venv.versions.get(n) for n in drift.GATED}}
     broken = venv.state is drift.VenvState.READ and bool(pins.check_versions(versions))
     unsafe = server is not None and not server.safe
-    refuse = venv.state is drift.VenvState.UNREADABLE or broken or unsafe
+    unknown = venv.state in (
+        drift.VenvState.UNREADABLE,
+        drift.VenvState.NO_INTERPRETER,
+        drift.VenvState.NO_SKYPILOT,
+    )
+    refuse = unknown or broken or unsafe
     assert (verdict.action is drift.Action.REFUSE) is refuse
     if refuse:
         assert verdict.remedy in (drift.BOOTSTRAP_COMMAND, drift.PORT_REMEDY)

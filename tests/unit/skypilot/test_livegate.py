@@ -119,16 +119,62 @@ def test_enforce_injected_adapter_reads_no_venv_checks_no_port(env: dict[str, st
     assert ports.asked == []
 
 
-def test_enforce_simulator_outside_venv_unverified_not_refused(
+def test_enforce_simulator_run_by_a_python_without_skypilot_refused(
     tmp_path: Path, env: dict[str, str]
 ) -> None:
+    # issue 24: what the binary would import is unknown, so the gate refuses it
+    wrapper = harness.write_wrapper(tmp_path)  # the project's venv: no skypilot installed
+    with pytest.raises(SkyPilotDriftError) as caught:
+        livegate.enforce(wrapper, env, sky_env=SKY_ENV, probes=livegate.Probes(port_check=Ports()))
+    assert caught.value.details["reason"] == "venv_unknown"
+    assert caught.value.remedy == "npa skypilot bootstrap"
+    assert "imports no skypilot" in caught.value.message
+
+
+def test_enforce_simulator_in_healthy_venv_pins_hold(tmp_path: Path, env: dict[str, str]) -> None:
     verdict = livegate.enforce(
-        harness.write_wrapper(tmp_path),
+        skyvenv.simulator(tmp_path),
         env,
         sky_env=SKY_ENV,
         probes=livegate.Probes(port_check=Ports()),
     )
-    assert (verdict.action, verdict.reason) == (drift.Action.OK, drift.Reason.UNVERIFIED)
+    assert (verdict.action, verdict.reason) == (drift.Action.OK, drift.Reason.PINS_HOLD)
+
+
+def _install(kind: str, root: Path, versions: Mapping[str, str]) -> tuple[Path, dict[str, str]]:
+    """A ``sky`` of one install layout, and the environment of its calls (``sky_env``)."""
+    if kind == "venv":
+        return skyvenv.make_venv(root / "venv", versions), SKY_ENV
+    if kind == "conda":
+        return skyvenv.make_conda(root / "conda", versions), SKY_ENV
+    if kind == "system":
+        return skyvenv.make_system(root / "usr", versions), SKY_ENV
+    home = root / "iso-home"  # --user: the user site of the HOME the sky calls run with
+    sky = skyvenv.make_user(root / "usr", home / ".local", versions)
+    return sky, {**SKY_ENV, "HOME": str(home)}
+
+
+@pytest.mark.parametrize("kind", ["venv", "conda", "system", "user"])
+def test_enforce_each_install_layout_kubernetes_37_refused(
+    tmp_path: Path, env: dict[str, str], kind: str
+) -> None:
+    sky, sky_env = _install(kind, tmp_path, skyvenv.DRIFTED_KUBERNETES)
+    with pytest.raises(SkyPilotDriftError) as caught:
+        livegate.enforce(sky, env, sky_env=sky_env, probes=livegate.Probes(port_check=Ports()))
+    assert caught.value.details["reason"] == "pins_broken"
+    assert "kubernetes 37.0.0" in caught.value.message
+    assert caught.value.remedy == "npa skypilot bootstrap"
+
+
+@pytest.mark.parametrize("kind", ["venv", "conda", "system", "user"])
+def test_enforce_each_install_layout_good_pins_ok(
+    tmp_path: Path, env: dict[str, str], kind: str
+) -> None:
+    sky, sky_env = _install(kind, tmp_path, skyvenv.GOOD)
+    verdict = livegate.enforce(
+        sky, env, sky_env=sky_env, probes=livegate.Probes(port_check=Ports())
+    )
+    assert (verdict.action, verdict.reason) == (drift.Action.OK, drift.Reason.PINS_HOLD)
 
 
 @pytest.mark.parametrize("name", drift.STALE_TOKEN_VARS)
