@@ -9,11 +9,16 @@ from pathlib import Path
 
 GUARD = Path(__file__).resolve().parents[1] / "support" / "ciguard.py"
 
-# Detaches twice (a session of its own, its parent gone), says where it is, then waits.
+# Detaches twice (a session of its own, its parent gone), says where it is, then waits. The
+# command ends only once the detached process has bound its port and said so (a pipe), so the
+# guard looks at a listener, not at one still starting.
 DAEMON = textwrap.dedent(
     """\
     import os, socket, sys, time
+    ready, done = os.pipe()
     if os.fork():
+        os.close(done)
+        os.read(ready, 1)
         sys.exit(0)
     os.setsid()
     if os.fork():
@@ -21,6 +26,7 @@ DAEMON = textwrap.dedent(
     server = socket.create_server(("127.0.0.1", 0)) if sys.argv[1] == "listen" else None
     port = server.getsockname()[1] if server else 0
     print(os.getpid(), port, flush=True)
+    os.write(done, b"x")
     time.sleep(3600)
     """
 )
