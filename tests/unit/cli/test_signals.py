@@ -20,7 +20,7 @@ SCRIPT = textwrap.dedent(
     sys.path.insert(0, {str(ROOT)!r})
     from npa_infra.cli import main
 
-    def command():
+    def command(obj=None):  # as the Typer app is called: with the root context's object
         try:
             print("ready", flush=True)
             sys.stdin.read()
