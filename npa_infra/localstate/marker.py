@@ -55,7 +55,9 @@ def mark(path: Path, kind: str) -> None:
     if holds(path):
         return
     body = json.dumps({"schema": SCHEMA, "kind": kind}, sort_keys=True).encode()
-    privatefile.replace(path / MARKER, body)
+    # not fsynced: a marker a crash loses only keeps the directory from cleanup (fail-safe),
+    # and a submit --plan-only pays no sync for it
+    privatefile.replace(path / MARKER, body, durable=False)
 
 
 def holds(path: Path) -> bool:

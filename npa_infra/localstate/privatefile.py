@@ -93,8 +93,9 @@ def _acquire(fd: int, path: Path, wait: float) -> None:
         time.sleep(0.005 + random.random() * 0.02)  # a holder writes a few bytes and ends
 
 
-def replace(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically and durably, mode 0600.
+def replace(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` atomically, mode 0600; ``durable``: fsynced too (the
+    file and its directory), so the new content survives a crash right after the call.
 
     Raises:
         OSError: the temporary file cannot be written or renamed (nothing changed then).
@@ -110,7 +111,8 @@ def replace(path: Path, data: bytes) -> None:
             view = memoryview(data)
             while view:  # os.write may write less than asked
                 view = view[os.write(fd, view) :]
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(temporary, path)
@@ -118,6 +120,8 @@ def replace(path: Path, data: bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)  # a failed write leaves the old file, and no litter
         raise
+    if not durable:
+        return
     directory = os.open(path.parent, os.O_RDONLY | os.O_CLOEXEC)
     try:
         os.fsync(directory)
