@@ -2,22 +2,32 @@
 
 Holds non-secret settings only: ``skypilot.sky_bin``, the isolated config
 directory, ``src_s3_uri``, the registry. Written atomically, mode 0600, in a
-0700 directory.
+0700 directory (every missing level of the home too). ``update_config`` is the
+read-merge-write: it holds the file's lock (``localstate.privatefile``) from
+the read to the rename, so two commands saving different keys at once keep
+both (issue 24).
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from npa_infra.errors import ConfigError
+from npa_infra.localstate import privatefile
 
-__all__ = ["config_path", "get_value", "load_config", "npa_home", "save_config", "set_value"]
+__all__ = [
+    "config_path",
+    "get_value",
+    "load_config",
+    "npa_home",
+    "save_config",
+    "set_value",
+    "update_config",
+]
 
 
 def npa_home(env: Mapping[str, str]) -> Path:
@@ -64,19 +74,44 @@ def set_value(config: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]
     return out
 
 
-def save_config(env: Mapping[str, str], config: Mapping[str, Any]) -> Path:
-    """Write the config atomically (temp file + rename), 0600 in a 0700 home."""
-    path = config_path(env)
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".config.", suffix=".yaml", dir=path.parent)
+def _write(path: Path, config: Mapping[str, Any]) -> None:
+    text = yaml.safe_dump(dict(config), sort_keys=True)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            yaml.safe_dump(dict(config), handle, sort_keys=True)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        privatefile.replace(path, text.encode("utf-8"))
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write {path}: {exc.strerror or exc}",
+            remedy=f"make {path.parent} a directory you own and can write (chmod 700)",
+        ) from exc
+
+
+def save_config(env: Mapping[str, str], config: Mapping[str, Any]) -> Path:
+    """Write the whole config atomically, 0600 in a 0700 home, under the file's lock.
+
+    A caller that read the config first should use ``update_config`` instead: only
+    that keeps a concurrent writer's keys.
+
+    Raises:
+        ConfigError: the home or the file cannot be written, or the lock is held too long.
+    """
+    path = config_path(env)
+    with privatefile.locked(path):
+        _write(path, config)
+    return path
+
+
+def update_config(
+    env: Mapping[str, str], change: Callable[[dict[str, Any]], dict[str, Any]]
+) -> Path:
+    """Read, ``change`` and write the config under the file's lock (module docstring).
+
+    Raises:
+        ConfigError: the file cannot be read or written, or the lock is held too long.
+    """
+    path = config_path(env)
+    with privatefile.locked(path):
+        old = load_config(env)
+        new = change(dict(old))
+        if new != old or not path.exists():
+            _write(path, new)
     return path

@@ -60,7 +60,10 @@ class TickFile(Generic[T]):
         Raises:
             whatever ``fetch`` raises (nothing is stored then).
         """
-        self._dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not self._dir.is_dir():
+            from npa_infra.localstate import marker
+
+            marker.make_dir(self._dir, "tick_files")  # npa's: cleanup may remove it (issue 24)
         with open(self._dir / f"{self._name}.lock", "a+", encoding="utf-8") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
             now = self._now()

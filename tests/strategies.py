@@ -1336,19 +1336,20 @@ def leftover_worlds(draw: st.DrawFn) -> dict[str, Any]:
 
     state = st.sampled_from(_STATE_DIRS)
     run_id = st.sampled_from(_RUN_IDS)
+    proof = st.sampled_from(list(leftovers.Proof))
     cache = st.one_of(
         st.builds(leftovers.CacheObservation, st.just(leftovers.CacheKind.RENDERED_YAML),
-                  st.just("/h/rendered/x"), st.integers(0, 10**9), run_id=run_id),
+                  st.just("/h/rendered/x"), st.integers(0, 10**9), run_id=run_id, proof=proof),
         st.builds(leftovers.CacheObservation, st.just(leftovers.CacheKind.TASK_YAML),
                   st.just("/s/submissions/x"), st.integers(0, 10**9), run_id=run_id,
-                  state_dir=state),
+                  state_dir=state, proof=proof),
         st.builds(leftovers.CacheObservation,
                   st.sampled_from([leftovers.CacheKind.TICK_FILES, leftovers.CacheKind.STATE_DIR]),
-                  state, st.integers(0, 10**9), state_dir=state),
+                  state, st.integers(0, 10**9), state_dir=state, proof=proof),
         st.builds(leftovers.CacheObservation,
                   st.sampled_from([leftovers.CacheKind.PROBE_CACHE, leftovers.CacheKind.GATE_CACHE,
                                    leftovers.CacheKind.SKYPILOT_VENV]),
-                  st.just("/h/cache/x"), st.integers(0, 10**9)),
+                  st.just("/h/cache/x"), st.integers(0, 10**9), proof=proof),
     )  # fmt: skip
     run = st.builds(
         leftovers.RunObservation,
@@ -1364,6 +1365,9 @@ def leftover_worlds(draw: st.DrawFn) -> dict[str, Any]:
         st.sampled_from(list(leftovers.Controller)),
         st.one_of(st.none(), st.just("dev")),
         st.booleans(),
+        st.lists(st.sampled_from(("r1", "r2-00-train", "r3-a2", "r10", "other")), max_size=3).map(
+            tuple
+        ),
     )
     return {
         "caches": draw(st.lists(cache, max_size=8)),

@@ -68,6 +68,8 @@ def _render(report: CleanupReport) -> None:
         output.out(f"  {c.kind} {c.path} ({human_size(c.bytes)}, {c.bytes} bytes): {state}")
         if c.needed_by:
             output.out(f"    needed by run(s): {', '.join(c.needed_by)}")
+    for skip in report.skipped:
+        output.out(f"not looked into: {skip.path} ({skip.reason}): {skip.detail}")
     for s in report.stacks:
         output.out(f"stack: {s.name} ({s.path})")
     for p in report.projects:

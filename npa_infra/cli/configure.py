@@ -89,20 +89,32 @@ def _read_value(spec: str, ask: _Input) -> CredentialInput:
     if source in ("@-", "-"):
         return CredentialInput(name, SecretStr(_strip(sys.stdin.read(_MAX_VALUE + 1))), "stdin")
     if source.startswith("@") and len(source) > 1:
-        try:
-            with open(Path(source[1:]).expanduser(), encoding="utf-8") as handle:
-                return CredentialInput(name, SecretStr(_strip(handle.read(_MAX_VALUE + 1))), "file")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(
-                f"cannot read credential {name} from {source[1:]}: {type(exc).__name__}",
-                remedy="pass a readable file: --credential NAME=@FILE",
-            ) from None
+        return CredentialInput(name, SecretStr(_read_file(name, source[1:])), "file")
     raise UsageError(
         f"--credential {name}=… holds a value on the command line, where every local user "
         "reads it (ps); it was not stored",
         remedy=f"export {name} and pass --credential {name}, or --credential {name}=@FILE, "
         f"or --credential {name}=@- with the value on stdin",
     )
+
+
+def _read_file(name: str, given: str) -> str:
+    """A credential file's text: a regular file only (a FIFO or a device never blocks,
+    ``regularfile``), bounded; the error names the file and why, never its content."""
+    from npa_infra import regularfile
+    from npa_infra.errors import UsageError
+
+    remedy = "pass a readable regular file: --credential NAME=@FILE"
+    try:
+        raw = regularfile.read(Path(given).expanduser(), _MAX_VALUE + 1)
+        return _strip(raw.decode("utf-8"))
+    except regularfile.RefusedFile as exc:
+        why = exc.message
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+    except UnicodeDecodeError:
+        why = "it is not UTF-8 text"
+    raise UsageError(f"cannot read credential {name} from {given}: {why}", remedy=remedy)
 
 
 def _strip(text: str) -> str:
@@ -120,7 +132,11 @@ def _wizard(ask: _Input, alias: str, values: dict[str, str | None]) -> list[Cred
     else:
         values["context"] = ask.ask("Kubernetes context", default=entry.context if entry else None)
         values["namespace"] = ask.ask("Namespace (empty: the context's)", default="")
-        values["state_dir"] = ask.ask("SkyPilot state directory (empty: default)", default="")
+        current_dir = (entry.state_dir if entry else None) or ""
+        chosen_dir = ask.ask(
+            "SkyPilot state directory (absolute; empty: npa's)", default=current_dir
+        )
+        values["state_dir"] = chosen_dir or None  # Enter keeps the entry's (or npa's default)
     current = entry.release_namespace if entry else None
     values["release_namespace"] = ask.ask(
         "Release registry namespace", default=current or "ghcr.io/nebius/nebius-physical-ai"

@@ -27,11 +27,21 @@ same id later starts a run of its own. A repeated plan of an id replaces its
 row (``created_at`` kept); plans may be replaced but are never deleted.
 ``COLUMNS`` and ``insert`` give store.py its column lists and ``INSERT`` text,
 so the SQL naming columns lives in this one module.
+
+``inspect`` decides whether an existing file is npa's journal before anything
+writes to it (issue 24): a database without tables, one without ``meta`` or
+without npa's tables (another application's), a ``meta`` without its
+``schema_version`` row, a version that is not a positive integer, or one
+newer than this npa-infra, is each a ``Found`` that database.py refuses;
+only ``Found.JOURNAL`` is migrated and used.
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
+from dataclasses import dataclass
+from enum import StrEnum
 
 from npa_infra.errors import ConfigError
 
@@ -39,8 +49,12 @@ __all__ = [
     "COLUMNS",
     "MIGRATIONS",
     "SCHEMA_VERSION",
+    "TABLES",
+    "Found",
+    "Inspection",
     "current_version",
     "insert",
+    "inspect",
     "migrate",
     "statements",
 ]
@@ -238,15 +252,97 @@ def statements(script: str) -> list[str]:
     return out
 
 
+# The tables each schema version has (a file missing one is not npa's journal).
+_V1_NAMES = frozenset(
+    {"meta", "runs", "waves", "attempts", "transactions", "checkpoints", "events"}
+)
+TABLES: dict[int, frozenset[str]] = {1: _V1_NAMES, 2: _V1_NAMES, 3: _V1_NAMES | {"plans"}}
+_VERSION = re.compile(r"^[0-9]{1,9}$")
+
+
+class Found(StrEnum):
+    """What an existing SQLite file at the journal path is."""
+
+    JOURNAL = "journal"  # npa's journal at a version this npa-infra knows
+    NO_TABLES = "no_tables"  # a database without a single table
+    FOREIGN = "foreign"  # tables, but no ``meta`` or not npa's tables: another application's
+    NO_VERSION = "no_version"  # npa's ``meta`` without its ``schema_version`` row
+    BAD_VERSION = "bad_version"  # a ``schema_version`` that is not a positive integer
+    NEWER = "newer"  # written by a newer npa-infra
+
+
+@dataclass(frozen=True, slots=True)
+class Inspection:
+    found: Found
+    detail: str = ""  # what was found, in words
+    version: int | None = None
+
+
+def _tables(conn: sqlite3.Connection) -> set[str]:
+    rows = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+    ).fetchall()
+    return {str(r[0]) for r in rows}
+
+
+def _listed(names: set[str] | frozenset[str]) -> str:
+    shown = sorted(names)[:5]
+    return ", ".join(shown) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+
+def inspect(conn: sqlite3.Connection) -> Inspection:
+    """What the database behind ``conn`` is; reads only (see the module docstring).
+
+    Raises:
+        sqlite3.Error: the file cannot be read as a database (database.translate maps it).
+    """
+    tables = _tables(conn)
+    if not tables:
+        return Inspection(Found.NO_TABLES, "an SQLite database without any table")
+    if "meta" not in tables:
+        return Inspection(Found.FOREIGN, f"another application's tables ({_listed(tables)})")
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    except sqlite3.OperationalError:  # a ``meta`` of other columns: not ours
+        return Inspection(Found.FOREIGN, f"a meta table that is not npa's ({_listed(tables)})")
+    if row is None:
+        return Inspection(Found.NO_VERSION, "npa's meta table without its schema_version row")
+    raw = str(row[0])
+    if not _VERSION.match(raw) or int(raw) < 1:
+        return Inspection(Found.BAD_VERSION, f"schema_version {raw[:40]!r}, not a version number")
+    version = int(raw)
+    if version > SCHEMA_VERSION:
+        return Inspection(
+            Found.NEWER, f"schema version {version}, newer than {SCHEMA_VERSION}", version
+        )
+    missing = TABLES.get(version, _V1_NAMES) - tables
+    if missing:
+        what = f"a meta table but not npa's tables (missing {_listed(missing)})"
+        return Inspection(Found.FOREIGN, what, version)
+    return Inspection(Found.JOURNAL, f"npa's journal, schema version {version}", version)
+
+
 def current_version(conn: sqlite3.Connection) -> int:
-    """The applied schema version: 0 for a database without ``meta``."""
+    """The applied schema version: 0 for a database without ``meta``.
+
+    Raises:
+        ConfigError: ``meta`` holds a ``schema_version`` that is not a version number.
+    """
     found = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
     ).fetchone()
     if found is None:
         return 0
     row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    return int(row[0]) if row is not None else 0
+    if row is None:
+        return 0
+    if not _VERSION.match(str(row[0])):
+        raise ConfigError(
+            f"the journal's schema_version {str(row[0])[:40]!r} is not a version number",
+            remedy="move the journal aside (with its -wal and -shm files) and rerun",
+            details={"schema_version": str(row[0])[:40]},
+        )
+    return int(row[0])
 
 
 def migrate(conn: sqlite3.Connection, *, target: int = SCHEMA_VERSION, source: str = "") -> int:

@@ -20,6 +20,7 @@ append-only history) live in schema.py; their aborts surface here as
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sqlite3
 import threading
@@ -42,7 +43,7 @@ from npa_infra.journal.records import (
     transaction_columns,
 )
 
-__all__ = ["FILENAME", "Journal", "journal_path"]
+__all__ = ["FILENAME", "Journal", "journal_path", "present"]
 
 FILENAME = "journal.sqlite3"
 
@@ -55,6 +56,14 @@ WritePlan = Callable[[sqlite3.Connection], Sequence[Statement]]
 def journal_path(home: Path) -> Path:
     """Where the journal of an npa home lives."""
     return home / FILENAME
+
+
+def present(home: Path) -> bool:
+    """Whether anything of a journal is there (the file, even a dangling link, or its -wal):
+    a reader that finds nothing may answer "no runs"; anything else is opened, and an
+    unusable journal is refused (database.connect), never taken for an empty one."""
+    path = journal_path(home)
+    return any(os.path.lexists(p) for p in (path, path.with_name(f"{path.name}-wal")))
 
 
 def _params(row: object, table: str, *json_columns: str) -> dict[str, object]:

@@ -3,7 +3,9 @@
 ``npa configure`` writes the credentials of a project that is not stack-backed
 (or of any project with ``--store file``) here: ``NAME=value`` lines, the file
 0600 in a 0700 directory, written atomically (temp file, fsync, rename) so a
-crash leaves the old file or the new one, never half of either. ``read_pairs``
+crash leaves the old file or the new one, never half of either, and merged
+under the file's lock (``localstate.privatefile``) so concurrent writers of
+different names keep every one (issue 24). ``read_pairs``
 is the one reader of this format, shared with the stack credentials file
 (``$NPA_HOME/credentials/<stack>.env``, ``workflow.target.credentials``): a
 file that is a symlink, not regular, or readable by others is refused.
@@ -19,13 +21,13 @@ from __future__ import annotations
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from npa_infra import config as npa_config
 from npa_infra.errors import ConfigError
+from npa_infra.localstate import privatefile
 from npa_infra.projects.models import valid_alias
 
 if TYPE_CHECKING:  # pydantic is imported where a value is read, not to plan (issue 19)
@@ -125,29 +127,14 @@ def write(alias: str, env: Mapping[str, str], values: Mapping[str, SecretStr]) -
                 remedy="use an environment variable name: letters, digits and '_'",
             )
         check_value(name, value)
-    merged = {**read_pairs(path), **{k: v.get_secret_value() for k, v in values.items()}}
-    text = "".join(f"{name}={merged[name]}\n" for name in sorted(merged))
-    remedy = f"make {path.parent} writable by you"
     try:
-        old = os.umask(0o077)
-        try:
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        finally:
-            os.umask(old)
-        os.chmod(path.parent, 0o700)
-        fd, tmp = tempfile.mkstemp(prefix=f".{alias}.", suffix=".env", dir=path.parent)
-    except OSError as exc:
-        raise ConfigError(f"cannot write {path}: {exc.strerror}", remedy=remedy) from exc
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            os.fchmod(handle.fileno(), 0o600)
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:  # never leave a temp file holding secrets behind
-        Path(tmp).unlink(missing_ok=True)
-        if not isinstance(exc, OSError):
-            raise
-        raise ConfigError(f"cannot write {path}: {exc.strerror}", remedy=remedy) from exc
+        with privatefile.locked(path):
+            merged = {**read_pairs(path), **{k: v.get_secret_value() for k, v in values.items()}}
+            text = "".join(f"{name}={merged[name]}\n" for name in sorted(merged))
+            os.chmod(path.parent, 0o700)
+            privatefile.replace(path, text.encode("utf-8"))
+    except OSError as exc:  # never a value in the message: only the path and the reason
+        raise ConfigError(
+            f"cannot write {path}: {exc.strerror}", remedy=f"make {path.parent} writable by you"
+        ) from exc
     return path

@@ -2,7 +2,12 @@
 
 One YAML mapping per alias, the fields of ``record.Project`` and nothing else
 (unknown keys are refused, so a credential has nowhere to go). The directory
-is 0700 and each file 0600; a write is atomic (temp file, fsync, rename).
+(and every missing level of the npa home) is 0700 and each file 0600; a write
+is atomic (temp file, fsync, rename). A read-merge-write of an entry holds the
+entry's lock (``locked``, ``localstate.privatefile``) from the read to the
+rename, so concurrent ``npa configure`` runs never lose each other's updates
+(issue 24); ``save`` takes it for a write of its own, ``write`` is for a
+caller that already holds it.
 
 ``load`` answers with an ``resolve.Entry`` observation: ``absent`` only when
 the file is authoritatively not there; anything else that prevents a valid
@@ -13,11 +18,11 @@ is opened without following a symlink and without blocking on a FIFO.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
-import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import yaml
@@ -25,11 +30,21 @@ from pydantic import ValidationError
 
 from npa_infra import config as npa_config
 from npa_infra.errors import ConfigError
+from npa_infra.localstate import privatefile
 from npa_infra.projects.models import valid_alias
 from npa_infra.projects.record import Project
 from npa_infra.projects.resolve import Entry, EntryState
 
-__all__ = ["MAX_BYTES", "entry_path", "known_aliases", "load", "projects_dir", "save"]
+__all__ = [
+    "MAX_BYTES",
+    "entry_path",
+    "known_aliases",
+    "load",
+    "locked",
+    "projects_dir",
+    "save",
+    "write",
+]
 
 MAX_BYTES = 64 * 1024  # an entry is a handful of names
 _FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | os.O_CLOEXEC
@@ -113,8 +128,30 @@ def known_aliases(env: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(sorted(n[:-5] for n in names if n.endswith(".yaml") and valid_alias(n[:-5])))
 
 
+@contextlib.contextmanager
+def locked(alias: str, env: Mapping[str, str]) -> Iterator[Path]:
+    """Hold ``alias``'s entry lock for a read-merge-write; yields the entry's path.
+
+    Raises:
+        ConfigError: ``alias`` cannot name a file, or the lock cannot be had.
+    """
+    path = entry_path(alias, env)
+    with privatefile.locked(path):
+        yield path
+
+
 def save(project: Project, env: Mapping[str, str]) -> Path:
-    """Write ``project``'s entry atomically: 0600 in a 0700 directory. Returns its path.
+    """Write ``project``'s entry under its lock: 0600 in a 0700 directory. Returns its path.
+
+    Raises:
+        ConfigError: the directory or the file cannot be written.
+    """
+    with locked(project.alias, env):
+        return write(project, env)
+
+
+def write(project: Project, env: Mapping[str, str]) -> Path:
+    """Write ``project``'s entry atomically; the caller holds ``locked(project.alias)``.
 
     Raises:
         ConfigError: the directory or the file cannot be written.
@@ -122,25 +159,10 @@ def save(project: Project, env: Mapping[str, str]) -> Path:
     path = entry_path(project.alias, env)
     text = yaml.safe_dump(project.model_dump(mode="json", exclude_none=True), sort_keys=True)
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        privatefile.private_dirs(path.parent)
         os.chmod(path.parent, 0o700)
-        fd, tmp = tempfile.mkstemp(prefix=f".{project.alias}.", suffix=".yaml", dir=path.parent)
+        privatefile.replace(path, text.encode("utf-8"))
     except OSError as exc:
-        raise ConfigError(
-            f"cannot write project entry {path}: {_problem(exc)}",
-            remedy=f"make {path.parent} writable by you",
-        ) from exc
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException as exc:  # never leave a temp file behind, even on Ctrl-C
-        Path(tmp).unlink(missing_ok=True)
-        if not isinstance(exc, OSError):
-            raise
         raise ConfigError(
             f"cannot write project entry {path}: {_problem(exc)}",
             remedy=f"make {path.parent} writable by you",

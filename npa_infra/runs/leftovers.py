@@ -5,6 +5,13 @@ A teardown (cancel every run, wait until terminal, ``cleanup-controller``,
 against what was observed of the runs and SkyPilot state directories, as one
 ordered chain of early returns; the first rule that holds wins:
 
+0. a cache npa cannot prove it made is kept (issue 24: cleanup removed
+   directories npa never made): the proof (``Proof``) is npa's marker in the
+   directory (``localstate.marker``), a journaled run id (a rendered YAML of a
+   journaled run or plan, a task YAML of a run journaled in that state
+   directory, a state directory a journaled run used), or, for the caches npa
+   names itself in its own home (the probe and drift-gate caches, the venv),
+   that name;
 1. a run with an in-flight launch record (``journal.inflight``) that the
    cache serves keeps it: that launch may still act, and its resume needs the
    state it launched from (faults.md invariant 2);
@@ -12,21 +19,27 @@ ordered chain of early returns; the first rule that holds wins:
    never delete a cache a live run still needs);
 3. a run whose lock another process holds keeps what it uses: a submit or a
    cancel is working on it right now (faults.md, concurrent operators);
-4. a state directory keeps itself while a ``sky down`` of its controller may
+4. a task YAML is kept while its state directory's own queue read lists a
+   live job that may be that run's (by the job-name rule of cli.md §0), or
+   could not be read (issue 24: the journal may not know the run; the queue
+   does; unknown is not absent);
+5. a state directory keeps itself while a ``sky down`` of its controller may
    be under way, while a stack's controller resource still claims it
    (``stack-owner``), and while its queue has not proven the controller gone:
    its ``user-id`` is the controller's identity, and deleting it would leave
    that controller, and any of its jobs, unmanaged (skypilot-0.12.md §7.2;
    unknown is not absent);
-5. under a selection (``-s/--stack``, ``-p/--project``), a cache every stack
+6. under a selection (``-s/--stack``, ``-p/--project``), a cache every stack
    shares (the venv, the probe and drift-gate caches) is kept: only the
    selection's state directories were observed, and the venv serves the
    others' ``cleanup-controller`` too (issue 16: other stacks' caches are not
    removed);
-6. the SkyPilot venv is kept while ``npa skypilot bootstrap`` holds its lock,
+7. the SkyPilot venv is kept while ``npa skypilot bootstrap`` holds its lock,
    and while any state directory's controller is not proven gone: the
    runbook's ``cleanup-controller`` needs it;
-7. anything else may go.
+8. anything else may go: the whole directory when npa's marker or name proves
+   it, only the YAML files npa writes (then the directory, if that empties it)
+   when only the journal does (``Removal``).
 
 Which runs a cache serves: a per-run cache (rendered or task YAML) serves the
 runs of that id (task YAML only in its own state directory); a cache of a
@@ -37,7 +50,7 @@ every run. ``runbook`` is the ordered teardown the guide writes.
 Which caches a selection covers (``Scope``, ``covers``): a rendered YAML of
 one of its runs; a task YAML in one of its state directories whose run is not
 another selection's; a state directory of its own and its tick files; and
-the shared caches (rule 5 keeps them). ``plan`` decides only covered caches.
+the shared caches (rule 6 keeps them). ``plan`` decides only covered caches.
 """
 
 from __future__ import annotations
@@ -52,12 +65,15 @@ __all__ = [
     "CacheObservation",
     "Controller",
     "KeepReason",
+    "Proof",
+    "Removal",
     "RunObservation",
     "Scope",
     "StateObservation",
     "Verdict",
     "covers",
     "decide",
+    "job_may_be_runs",
     "plan",
     "runbook",
 ]
@@ -91,10 +107,28 @@ class Verdict(StrEnum):
     KEEP = "keep"
 
 
+class Proof(StrEnum):
+    """What proves npa made a cache (rule 0)."""
+
+    MARKER = "marker"  # npa's marker file in the directory (localstate.marker)
+    JOURNAL = "journal"  # a journaled run id (in its recorded state directory)
+    NPA_NAME = "npa_name"  # a name npa gives its own cache in its own home
+    NONE = "none"  # nothing: never removed
+
+
+class Removal(StrEnum):
+    """How much of a removable cache goes (rule 8)."""
+
+    TREE = "tree"  # the whole file or directory: npa's marker or name proves all of it
+    NPA_FILES = "npa_files"  # only the YAML files npa writes, then the directory if empty
+
+
 class KeepReason(StrEnum):
+    NOT_NPA_MADE = "not_npa_made"
     INFLIGHT_LAUNCH = "inflight_launch"
     LIVE_RUN = "live_run"
     LOCKED = "locked"
+    LIVE_JOB = "live_job"
     CONTROLLER_DOWN_PENDING = "controller_down_pending"
     STACK_CLAIMED = "stack_claimed"
     CONTROLLER_NOT_GONE = "controller_not_gone"
@@ -109,6 +143,7 @@ class CacheObservation:
     bytes: int
     run_id: str | None = None  # the run of a per-run cache
     state_dir: str | None = None  # the state directory it lies in (or is)
+    proof: Proof = Proof.NONE  # what proves npa made it (rule 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +163,7 @@ class StateObservation:
     controller: Controller
     stack_owner: str | None = None  # the stack whose controller resource claims it
     controller_down: bool = False  # a ``sky down`` record stands (journal.inflight)
+    live_jobs: tuple[str, ...] = ()  # names of the jobs its queue lists as not terminal
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +186,34 @@ class CacheDecision:
     @property
     def remove(self) -> bool:
         return self.verdict is Verdict.REMOVE
+
+    @property
+    def removal(self) -> Removal:
+        """How much goes when removed (rule 8)."""
+        journaled_only = self.cache.proof is Proof.JOURNAL and self.cache.kind in _PER_RUN
+        return Removal.NPA_FILES if journaled_only else Removal.TREE
+
+
+def _job_stems(run_id: str) -> tuple[str, ...]:
+    """The prefixes of the job names a run's launches get (cli.md §0): the run id
+    lowercased, characters outside ``[a-z0-9-]`` (one-shot) or ``[a-z0-9_-]`` (runtime)
+    replaced by ``-``."""
+    lowered = "".join(
+        ch if ch.isascii() and (ch.isalnum() or ch in "-_") else "-" for ch in run_id.lower()
+    )
+    return tuple(dict.fromkeys((lowered.replace("_", "-"), lowered)))
+
+
+def job_may_be_runs(job_name: str, run_id: str) -> bool:
+    """Whether ``job_name`` may be a job of ``run_id``: it starts with the run's stem,
+    whole or followed by ``-``, or both share the first 50 characters (the stem was cut to
+    the 60-character limit). Generous on purpose: a false match only keeps a file."""
+    for stem in _job_stems(run_id):
+        if job_name.startswith(stem) and job_name[len(stem) : len(stem) + 1] in ("", "-"):
+            return True
+        if len(stem) >= 50 and job_name[:50] == stem[:50]:
+            return True
+    return False
 
 
 def _serves(cache: CacheObservation, run: RunObservation) -> bool:
@@ -181,6 +245,33 @@ def _keep(
     cache: CacheObservation, reason: KeepReason, detail: str, runs: Sequence[RunObservation] = ()
 ) -> CacheDecision:
     return CacheDecision(cache, Verdict.KEEP, reason, _ids(runs), detail)
+
+
+_PROOF_DETAIL = (
+    "npa cannot prove it made this (no npa marker in it, and no journaled run names it), "
+    "so cleanup never removes it; remove it yourself if it is yours to remove"
+)
+
+
+def _job_rule(cache: CacheObservation, state: StateObservation | None) -> CacheDecision | None:
+    """Rule 4: a task YAML a live job of its own queue read may need."""
+    where = cache.state_dir or "?"
+    if state is None or state.controller is Controller.UNKNOWN:
+        return _keep(
+            cache,
+            KeepReason.LIVE_JOB,
+            f"the queue of {where} could not be read, so a live job may still need it "
+            "(rerun when the queue answers)",
+        )
+    jobs = [j for j in state.live_jobs if cache.run_id and job_may_be_runs(j, cache.run_id)]
+    if jobs:
+        return _keep(
+            cache,
+            KeepReason.LIVE_JOB,
+            f"the queue of {where} lists live job(s) {', '.join(sorted(jobs))} of this run: "
+            "cancel the run and wait until they are terminal",
+        )
+    return None
 
 
 def _state_rule(cache: CacheObservation, state: StateObservation | None) -> CacheDecision | None:
@@ -226,8 +317,10 @@ def decide(
 ) -> CacheDecision:
     """Remove or keep one cache, and why (the module docstring's rules, in order).
 
-    ``scoped``: only one selection's state directories were observed (rule 5).
+    ``scoped``: only one selection's state directories were observed (rule 6).
     """
+    if cache.proof is Proof.NONE:  # rule 0: issue 24, only what npa can prove it made
+        return _keep(cache, KeepReason.NOT_NPA_MADE, _PROOF_DETAIL)
     served = [r for r in runs if _serves(cache, r)]
     inflight = [r for r in served if r.inflight]
     if inflight:  # rule 1: faults.md invariant 2, the launch may still act
@@ -248,19 +341,23 @@ def decide(
     locked = [r for r in served if r.locked]
     if locked:  # rule 3: faults.md, another npa process works on the run now
         return _keep(cache, KeepReason.LOCKED, "another npa process holds the run's lock", locked)
-    if cache.kind is CacheKind.STATE_DIR:  # rule 4: skypilot-0.12.md §7.2
-        by_path = {s.path: s for s in states}
+    by_path = {s.path: s for s in states}
+    if cache.kind is CacheKind.TASK_YAML:  # rule 4: issue 24, the queue knows the live jobs
+        kept = _job_rule(cache, by_path.get(cache.state_dir or ""))
+        if kept is not None:
+            return kept
+    if cache.kind is CacheKind.STATE_DIR:  # rule 5: skypilot-0.12.md §7.2
         kept = _state_rule(cache, by_path.get(cache.path))
         if kept is not None:
             return kept
-    if scoped and cache.kind in _SHARED:  # rule 5: issue 16, other stacks' caches stay
+    if scoped and cache.kind in _SHARED:  # rule 6: issue 16, other stacks' caches stay
         return _keep(
             cache,
             KeepReason.SHARED,
             "every stack shares it and only the selection was observed: npa cleanup --yes "
             "without -s/-p judges it against every state directory",
         )
-    if cache.kind is CacheKind.SKYPILOT_VENV:  # rule 6: cleanup-controller needs sky
+    if cache.kind is CacheKind.SKYPILOT_VENV:  # rule 7: cleanup-controller needs sky
         if bootstrap_locked:
             return _keep(
                 cache, KeepReason.BOOTSTRAP_RUNNING, "npa skypilot bootstrap holds its lock"
@@ -273,7 +370,7 @@ def decide(
                 "the jobs controller of " + ", ".join(standing) + " is not proven gone, and "
                 "cleanup-controller needs this SkyPilot",
             )
-    return CacheDecision(cache, Verdict.REMOVE)  # rule 7
+    return CacheDecision(cache, Verdict.REMOVE)  # rule 8
 
 
 def plan(

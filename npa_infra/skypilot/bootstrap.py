@@ -321,7 +321,10 @@ def _report(
 def _save(env: Mapping[str, str], sky_bin: Path) -> None:
     cfg = npa_config.load_config(env)
     if npa_config.get_value(cfg, "skypilot.sky_bin") != str(sky_bin):
-        npa_config.save_config(env, npa_config.set_value(cfg, "skypilot.sky_bin", str(sky_bin)))
+        # read again under the file's lock: a concurrent writer's keys are kept (issue 24)
+        npa_config.update_config(
+            env, lambda now: npa_config.set_value(now, "skypilot.sky_bin", str(sky_bin))
+        )
 
 
 class _Plan(NamedTuple):

@@ -31,6 +31,7 @@ import yaml
 
 from npa_infra import config as npa_config
 from npa_infra.errors import ConfigError
+from npa_infra.localstate import marker
 
 __all__ = ["OWNER_FILE", "USER_ID", "ControllerSettings", "IsolatedDir", "controller_pod_config"]
 
@@ -154,7 +155,7 @@ class IsolatedDir(NamedTuple):
                     remedy="use letters, digits and '-', starting with a letter or digit",
                 )
             return explicit
-        _private_dir(self.root)
+        self._make_root()
         stored = self._stored_id()
         if stored is None:
             # Create-if-absent with complete content: write a private temp file, then
@@ -176,6 +177,12 @@ class IsolatedDir(NamedTuple):
                 os.unlink(tmp)
             return fresh
         return stored
+
+    def _make_root(self) -> None:
+        """Create the directory 0700, marked as npa's when npa creates it or finds it empty:
+        the proof ``npa cleanup --yes`` needs before it removes it (issue 24)."""
+        _private_dir(self.root)  # refuses a symlink
+        marker.make_dir(self.root, "state_dir")
 
     def _stored_id(self) -> str | None:
         try:
@@ -218,7 +225,8 @@ class IsolatedDir(NamedTuple):
         owner = self.owner()
         if not own and owner is not None:
             self._check_adoptable(owner, stack, context)
-        for path in (self.root, self.home, self.runtime, self.root / "submissions"):
+        self._make_root()
+        for path in (self.home, self.runtime, self.root / "submissions"):
             _private_dir(path)
         kubeconfig = _first_kubeconfig(env)
         link = self.home / ".kube" / "config"

@@ -151,10 +151,10 @@ def observe_home(env: Mapping[str, str], *, stack: str | None = None) -> list[Ru
     Raises:
         ConfigError: the journal exists but cannot be opened.
     """
-    from npa_infra.journal.store import Journal, journal_path
+    from npa_infra.journal.store import Journal, present
 
     home = npa_config.npa_home(env)
-    if not journal_path(home).exists():
+    if not present(home):
         return []
     journal = Journal.open(home)
     try:

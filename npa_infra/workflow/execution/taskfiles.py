@@ -27,9 +27,15 @@ __all__ = ["attempt_text", "journaled_exports", "write"]
 
 
 def write(isolated: IsolatedDir, run_id: str, job_name: str, text: str) -> Path:
-    """``D/submissions/<run>/<job>.yaml``, 0600; deterministic, so identity is stable."""
+    """``D/submissions/<run>/<job>.yaml``, 0600; deterministic, so identity is stable.
+
+    The run's directory carries npa's marker (``localstate.marker``): the proof
+    ``npa cleanup --yes`` needs before it removes it (issue 24).
+    """
+    from npa_infra.localstate import marker
+
     directory = isolated.root / "submissions" / run_id
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    marker.make_dir(directory, "task_yaml")
     path = directory / f"{job_name}.yaml"
     tmp = path.with_suffix(".yaml.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)

@@ -1,7 +1,8 @@
 """The ``npa cleanup`` report: the JSON document of ``--json`` (issue 16, cli.md style).
 
 One object: ``status`` (``report`` without ``--yes``, ``cleaned`` with it), the
-caches with their sizes, what keeps each and whether it was removed, the stack,
+caches with their sizes, what keeps each and whether it was removed, the places
+not looked into (``skipped``: a symlinked root, a relative state directory), the stack,
 project and credentials entries (names only), the managed jobs per state
 directory, the cluster resources the project's own commands created, the
 runbook, and the errors that make the exit code 1.
@@ -19,6 +20,7 @@ __all__ = [
     "ManagedJob",
     "ManagedJobs",
     "ProjectEntry",
+    "SkippedPath",
     "StackEntry",
 ]
 
@@ -34,6 +36,14 @@ class CacheEntry(_Model):
     needed_by: list[str] = []
     removed: bool = False
     reason: str | None = None  # why it is kept (runs.leftovers.KeepReason), None: removable
+    detail: str = ""
+
+
+class SkippedPath(_Model):
+    """A place cleanup did not look into, and why (issue 24)."""
+
+    path: str
+    reason: str  # "symlink" or "relative"
     detail: str = ""
 
 
@@ -81,6 +91,7 @@ class ClusterResource(_Model):
 class CleanupReport(_Model):
     status: str  # "report" or "cleaned"
     caches: list[CacheEntry] = []
+    skipped: list[SkippedPath] = []
     stacks: list[StackEntry] = []
     projects: list[ProjectEntry] = []
     credentials: list[CredentialsEntry] = []

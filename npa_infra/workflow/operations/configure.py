@@ -5,6 +5,11 @@ binds an alias to a stack, or to a context, namespace and SkyPilot state
 directory. ``configure`` merges what the request gives into the entry (a
 field not given keeps its value; a new binding replaces the old one), stores
 the credentials, then writes the entry, so a refused request changes nothing.
+The entry's lock is held from its read to its write (``store.locked``), so
+concurrent runs for one alias apply one after the other and none is lost
+(issue 24). A ``--state-dir`` must be an absolute path of a directory that is
+absent, empty or npa's own (``projects.statedir``); it is created and marked
+just before the entry is written.
 
 Credentials are stored, by ``store``:
 
@@ -29,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, SecretStr
 
 from npa_infra.errors import ConfigError, EngineUnavailableError, UsageError
 from npa_infra.projects import credentials as project_credentials
-from npa_infra.projects import store
+from npa_infra.projects import statedir, store
 from npa_infra.projects.models import DEFAULT_RELEASE_NAMESPACE
 from npa_infra.projects.record import Project
 from npa_infra.projects.resolve import EntryState
@@ -160,7 +165,7 @@ def _merged(request: ConfigureRequest, old: Project | None) -> Project:
     if request.namespace is not None:
         binding["namespace"] = request.namespace or None
     if request.state_dir is not None:
-        binding["state_dir"] = request.state_dir or None
+        binding["state_dir"] = statedir.check_text(request.state_dir)
     project = base.model_copy(update=binding)
     if request.release_namespace is not None:
         release = request.release_namespace.strip().rstrip("/") or DEFAULT_RELEASE_NAMESPACE
@@ -279,14 +284,22 @@ def configure(
         EngineUnavailableError: the stack store without a ``pulumi`` binary (exit 3).
     """
     given = services or Services()
-    old = _existing(request.alias, env)
-    project = _merged(request, old)
-    _check_target(project, request.project_root)
-    _store_credentials(project, request, env, given)
-    changed = old != project
-    path = (
-        store.save(project, env) if changed or old is None else store.entry_path(project.alias, env)
-    )
+    with store.locked(request.alias, env):
+        old = _existing(request.alias, env)
+        project = _merged(request, old)
+        _check_target(project, request.project_root)
+        new_dir = project.state_dir if old is None or project.state_dir != old.state_dir else None
+        if new_dir is not None:
+            statedir.check_dir(Path(new_dir))
+        _store_credentials(project, request, env, given)
+        changed = old != project
+        if new_dir is not None:
+            statedir.claim(Path(new_dir))
+        path = (
+            store.write(project, env)
+            if changed or old is None
+            else store.entry_path(project.alias, env)
+        )
     if old is None:
         status = ConfigureStatus.CREATED
     elif changed or request.credentials:

@@ -11,6 +11,10 @@ Where the project writes its caches (each path is created by the module named):
   and in every state directory ``submissions/<run>/`` (``execution.taskfiles``) and
   ``supervision/`` (the tick files, ``tickshare``).
 
+Each directory above is marked as npa's when npa creates it (``localstate.marker``):
+``leftovercaches`` accepts that marker, a journaled run id, or npa's own fixed name in
+its own home as the proof that npa made a cache; anything else is never removed.
+
 Never touched: the journal, the configuration, credentials, stack files, the
 lock files (``journal.lock``: deleting one lets a newcomer lock a fresh inode),
 the in-flight and probe-pod records (mutation records, not caches), Pulumi's state.
@@ -30,12 +34,14 @@ import fcntl
 import os
 import shutil
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 __all__ = [
     "BOOTSTRAP_LOCK",
     "Locks",
     "human_size",
+    "remove_npa_files",
     "remove_path",
     "size_of",
     "venv_paths",
@@ -92,6 +98,31 @@ def remove_path(path: Path) -> None:
         shutil.rmtree(path)  # does not follow symlinks inside the tree
     else:
         path.unlink()
+
+
+def remove_npa_files(directory: Path, remove: Callable[[Path], None]) -> list[str]:
+    """Remove the task YAML files npa writes in a per-run directory (``*.yaml`` and their
+    ``*.yaml.tmp``, regular files only), then the directory if that empties it; returns
+    the names of what is left (the directory stays then). For a directory only the
+    journal proves npa's (``runs.leftovers.Removal.NPA_FILES``).
+
+    Raises:
+        OSError: a removal failed.
+    """
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except FileNotFoundError:
+        return []
+    left = []
+    for entry in entries:
+        own = entry.name.endswith((".yaml", ".yaml.tmp")) and entry.is_file(follow_symlinks=False)
+        if own:
+            remove(Path(entry.path))
+        else:
+            left.append(entry.name)
+    if not left:
+        remove(directory)
+    return left
 
 
 class Locks:

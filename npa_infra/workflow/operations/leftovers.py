@@ -3,10 +3,12 @@
 ``cleanup`` observes, then lets ``runs.leftovers`` decide, then (with ``yes``)
 removes what the decision allows:
 
-- **caches** (``leftoverfiles``): each with its size; the runs it serves come
-  from the journal (non-terminal per ``stack.gate.run_verdict``, the teardown
-  gate's own rule), the in-flight launch records (``journal.inflight``) and
-  the run locks, which are probed and, when got, held through the removal;
+- **caches** (``leftoverfiles``, observed by ``leftovercaches``): each with its
+  size and what proves npa made it; the runs it serves come from the journal
+  (non-terminal per ``stack.gate.run_verdict``, the teardown gate's own rule),
+  the in-flight launch records (``journal.inflight``) and the run locks, which
+  are probed and, when got, held through the removal; a symlinked root or a
+  relative state directory is not looked into (``skipped``);
 - **stacks** (``stacks/Pulumi.<name>.yaml``), **projects** (``$NPA_HOME/projects``)
   and **credentials** files (``$NPA_HOME/credentials/<stack>.env``), by name:
   a credentials file is read for its variable names only, never its values;
@@ -21,7 +23,10 @@ removes what the decision allows:
 - the **runbook** in the guide's order.
 
 Nothing but the queue reads goes to SkyPilot, nothing to the cluster, and
-``yes`` removes only the caches the decision marks ``remove``.
+``yes`` removes only the caches the decision marks ``remove``: the whole tree
+when npa's marker or name proves it, only the YAML files npa writes when only
+the journal does (``runs.leftovers.Removal``). An unreadable journal stops
+the command before anything is judged (ConfigError).
 
 With a ``scope`` (the command's ``-s/--stack`` or ``-p/--project``,
 ``leftoverscope``) every run is still observed, but only the selection's caches,
@@ -41,12 +46,14 @@ from npa_infra.journal import inflight
 from npa_infra.journal.lock import STATE_LOCKS
 from npa_infra.projects.models import RunIdentity
 from npa_infra.runs import leftovers as plan
+from npa_infra.workflow.operations import leftovercaches as observed
 from npa_infra.workflow.operations import leftoverfiles as files
 from npa_infra.workflow.operations.cleanupreport import (
     CacheEntry,
     CleanupReport,
     ManagedJob,
     ManagedJobs,
+    SkippedPath,
 )
 
 if TYPE_CHECKING:
@@ -58,46 +65,6 @@ __all__ = ["CleanupReport", "cleanup"]
 
 
 # -- observation ------------------------------------------------------------------------
-
-
-def _children(directory: Path) -> list[Path]:
-    try:
-        return sorted(p for p in directory.iterdir() if p.is_dir() and not p.is_symlink())
-    except OSError:
-        return []
-
-
-def _cache(kind: plan.CacheKind, path: Path, **kw: str | None) -> plan.CacheObservation:
-    return plan.CacheObservation(kind, str(path), files.size_of(path), **kw)
-
-
-def _home_caches(home: Path) -> list[plan.CacheObservation]:
-    found = [
-        _cache(plan.CacheKind.RENDERED_YAML, p, run_id=p.name) for p in _children(home / "rendered")
-    ]
-    for kind, name in ((plan.CacheKind.PROBE_CACHE, "image-pull-probe.json"),
-                       (plan.CacheKind.GATE_CACHE, "skypilot-gate.json")):  # fmt: skip
-        path = home / "cache" / name
-        if path.is_file():
-            found.append(_cache(kind, path))
-    link, versions, _ = files.venv_paths(home)
-    if link.is_symlink() or link.exists() or versions.exists():
-        size = sum(files.size_of(p) for p in files.venv_paths(home))
-        found.append(plan.CacheObservation(plan.CacheKind.SKYPILOT_VENV, str(link), size))
-    return found
-
-
-def _state_caches(state: Path, home: Path) -> list[plan.CacheObservation]:
-    where = str(state)
-    found = [
-        _cache(plan.CacheKind.TASK_YAML, p, run_id=p.name, state_dir=where)
-        for p in _children(state / "submissions")
-    ]
-    if (state / "supervision").is_dir():
-        found.append(_cache(plan.CacheKind.TICK_FILES, state / "supervision", state_dir=where))
-    if state.parent == home / "skypilot-state":
-        found.append(_cache(plan.CacheKind.STATE_DIR, state, state_dir=where))
-    return found
 
 
 def _lock_runs(state: Path, locks: files.Locks) -> list[plan.RunObservation]:
@@ -118,34 +85,42 @@ def _lock_runs(state: Path, locks: files.Locks) -> list[plan.RunObservation]:
     return found
 
 
-def _journal_runs(
-    home: Path, locks: files.Locks
-) -> tuple[list[plan.RunObservation], list[str], dict[str, RunIdentity]]:
-    """The journal's runs (liveness by the teardown gate's rule), the live ids, and whose
-    each run is (``leftoverscope.Owner``).
+JournalRuns = tuple[
+    list[plan.RunObservation],
+    list[str],
+    dict[str, RunIdentity],
+    observed.Journaled,
+]
+
+
+def _journal_runs(home: Path, locks: files.Locks) -> JournalRuns:
+    """The journal's runs (liveness by the teardown gate's rule), the live ids, whose each
+    run is (``leftoverscope.Owner``), and what the journal proves npa made.
 
     Raises:
         ConfigError: the journal exists but cannot be read (nothing is judged then).
     """
-    from npa_infra.journal.store import Journal, journal_path
+    from npa_infra.journal.store import Journal, present
     from npa_infra.stack import gate
     from npa_infra.workflow.execution import adapters
 
-    if not journal_path(home).exists():
-        return [], [], {}
-    journal = Journal.open(home)
+    if not present(home):
+        return [], [], {}, observed.Journaled()
+    journal = Journal.open(home)  # refuses an empty, foreign or unknown file (issue 24)
     try:
         rows = {r.run_id: r for r in journal.runs()}
+        plans = {p.run_id for p in journal.plans()}
         verdicts = {o.run_id: gate.run_verdict(o) for o in gate.observe(journal)}
     finally:
         journal.close()
-    found, live, owners = [], [], {}
+    found, live, owners, dirs = [], [], {}, set()
     for run_id, row in rows.items():
         owners[run_id] = RunIdentity.of(row.stack, row.data)
         state = adapters.recorded_state_dir(row.data)
         active = verdicts.get(run_id) is gate.RunVerdict.ACTIVE
         paths = [home / "locks" / (row.stack or "default") / f"{run_id}.lock"]
         if state:
+            dirs.add((run_id, state))
             paths += [
                 Path(state) / STATE_LOCKS / k / f"{run_id}.lock" for k in ("runs", "launches")
             ]
@@ -156,13 +131,17 @@ def _journal_runs(
                                          locked=locks.any_busy(paths)))  # fmt: skip
         if active:
             live.append(run_id)
-    return found, live, owners
+    journaled = observed.Journaled(frozenset(rows) | plans, frozenset(dirs))
+    return found, live, owners, journaled
 
 
-def _controller(
-    state: Path, env: Mapping[str, str], services: Services
-) -> tuple[plan.Controller, ManagedJobs]:
-    """One all-users queue read of ``state``; only an answer proves anything (faults.md 4)."""
+Controlled = tuple[plan.Controller, ManagedJobs, tuple[str, ...]]
+
+
+def _controller(state: Path, env: Mapping[str, str], services: Services) -> Controlled:
+    """One all-users queue read of ``state``; only an answer proves anything (faults.md 4).
+    Also the names of the jobs it lists as not terminal (a job whose status it does not
+    know counts as live)."""
     from npa_infra.skypilot import isolation, livegate
     from npa_infra.skypilot.models import QueueVerdict
 
@@ -170,7 +149,7 @@ def _controller(
     where = str(state)
     if not isolated.user_id_file.is_file() and not env.get("SKYPILOT_USER_ID"):
         # no controller identity was ever generated here, so no controller was ever named
-        return plan.Controller.GONE, ManagedJobs(state_dir=where, verdict="never_used")
+        return plan.Controller.GONE, ManagedJobs(state_dir=where, verdict="never_used"), ()
     try:
         sky = services.sky(isolated, env, None)
         binary = getattr(sky, "binary", None) if services.real_sky() else None
@@ -182,24 +161,26 @@ def _controller(
         )
         answer = sky.queue(all_users=True)
     except NpaError as exc:
-        return plan.Controller.UNKNOWN, ManagedJobs(
-            state_dir=where, verdict="unknown", detail=exc.message
-        )
+        unknown = ManagedJobs(state_dir=where, verdict="unknown", detail=exc.message)
+        return plan.Controller.UNKNOWN, unknown, ()
     if answer.verdict is QueueVerdict.VERIFIED_EMPTY:
-        return plan.Controller.GONE, ManagedJobs(state_dir=where, verdict="no_controller")
+        return plan.Controller.GONE, ManagedJobs(state_dir=where, verdict="no_controller"), ()
     if answer.verdict is not QueueVerdict.RECORDS:
-        return plan.Controller.UNKNOWN, ManagedJobs(
-            state_dir=where, verdict="unknown", detail=answer.detail or answer.error_kind.value
-        )
-    jobs = {}
+        detail = answer.detail or answer.error_kind.value
+        return plan.Controller.UNKNOWN, ManagedJobs(state_dir=where, verdict="unknown",
+                                                    detail=detail), ()  # fmt: skip
+    jobs, names = {}, []
     for row in answer.records:
         status = answer.status_of(row.job_id)
+        if status is None or not status.terminal:
+            names.append(row.job_name)
         if status is not None and not status.terminal:
             jobs[row.job_id] = ManagedJob(
                 id=row.job_id, name=row.job_name, user=_user(row), status=status.value
             )
     listed = [jobs[k] for k in sorted(jobs)]
-    return plan.Controller.UP, ManagedJobs(state_dir=where, verdict="records", jobs=listed)
+    managed = ManagedJobs(state_dir=where, verdict="records", jobs=listed)
+    return plan.Controller.UP, managed, tuple(sorted(set(names)))
 
 
 def _user(row: QueueRecord) -> str:
@@ -207,17 +188,19 @@ def _user(row: QueueRecord) -> str:
     return str(getattr(row, "user_name", None) or row.user_hash or "?")
 
 
-def _state_dirs(home: Path, env: Mapping[str, str], extra: set[str]) -> list[Path]:
+def _state_dirs(
+    home: Path, env: Mapping[str, str], extra: set[str], skipped: list[SkippedPath]
+) -> list[Path]:
     from npa_infra.skypilot import isolation
 
-    known = {str(p) for p in _children(home / "skypilot-state")} | extra
+    known = {str(p) for p in observed.home_state_dirs(home, skipped)} | extra
     try:
         configured = isolation.resolve_isolated_dir(None, env, npa_config.load_config(env), None)
-        if configured.root.is_dir():
-            known.add(str(configured.root))
+        known.add(str(configured.root))
     except NpaError:
         pass  # an unusable configuration names no directory of its own
-    return [Path(p) for p in sorted(known) if Path(p).is_dir()]
+    usable = (observed.usable_state_dir(p, home, skipped) for p in sorted(known))
+    return sorted({p for p in usable if p is not None})
 
 
 # -- the command ------------------------------------------------------------------------
@@ -247,8 +230,9 @@ def cleanup(
     home = npa_config.npa_home(env)
     locks = files.Locks()
     problems: list[str] = []
+    skipped: list[SkippedPath] = []
     try:
-        runs, live, owners = _journal_runs(home, locks)
+        runs, live, owners, journaled = _journal_runs(home, locks)
         projects = leftoverstacks.projects(env, scope)
         entry_dirs = {p.state_dir for p in projects if p.state_dir}
         dirs = {r.state_dir for r in runs if r.state_dir} | entry_dirs
@@ -258,19 +242,20 @@ def cleanup(
             covered = leftoverscope.cover(scope, owners, runs, own | entry_dirs)
             live = [run for run in live if run in covered.runs]
             dirs |= covered.state_dirs
-        caches = _home_caches(home)
+        caches = observed.home_caches(home, journaled, skipped)
         states: list[plan.StateObservation] = []
         managed: list[ManagedJobs] = []
-        for state in _state_dirs(home, env, dirs):
+        for state in _state_dirs(home, env, dirs, skipped):
             runs += _lock_runs(state, locks)  # every directory: its runs' locks stay observed
             if covered is not None and str(state) not in covered.state_dirs:
                 continue
-            caches += _state_caches(state, home)
-            controller, jobs = _controller(state, env, services)
+            caches += observed.state_caches(state, home, journaled, skipped)
+            controller, jobs, live_jobs = _controller(state, env, services)
             managed.append(jobs)
-            owner = _owner(state)
             down = inflight.controller_down(state) is not None
-            states.append(plan.StateObservation(str(state), controller, owner, down))
+            states.append(
+                plan.StateObservation(str(state), controller, _owner(state), down, live_jobs)
+            )
         bootstrap = locks.probe(home / files.BOOTSTRAP_LOCK)
         decisions = plan.plan(caches, runs, states, bootstrap_locked=bootstrap, scope=covered)
         entries, errors = _apply(decisions, yes, remove)
@@ -284,6 +269,7 @@ def cleanup(
     return CleanupReport(
         status="cleaned" if yes else "report",
         caches=entries,
+        skipped=list({(s.path, s.reason): s for s in skipped}.values()),
         stacks=stacks,
         projects=projects,
         credentials=leftoverstacks.credentials(home, scope),
@@ -312,12 +298,22 @@ def _apply(
     for decision in sorted(decisions, key=lambda d: d.cache.kind is plan.CacheKind.STATE_DIR):
         if not (yes and decision.remove):
             continue
-        targets = [Path(decision.cache.path)]
-        if decision.cache.kind is plan.CacheKind.SKYPILOT_VENV:
-            targets = list(files.venv_paths(Path(decision.cache.path).parent))
+        path = Path(decision.cache.path)
         try:
-            for target in targets:
-                remove(target)
+            if decision.removal is plan.Removal.NPA_FILES:
+                left = files.remove_npa_files(path, remove)
+                if left:
+                    errors.append(
+                        f"kept {path}: it holds files npa did not write ({', '.join(left)}); "
+                        "npa removed its own YAML files only"
+                    )
+                    continue
+            else:
+                targets = [path]
+                if decision.cache.kind is plan.CacheKind.SKYPILOT_VENV:
+                    targets = list(files.venv_paths(path.parent))
+                for target in targets:
+                    remove(target)
             removed.add(decision.cache.path)
         except OSError as exc:
             errors.append(f"could not remove {decision.cache.path}: {exc.strerror or exc}")

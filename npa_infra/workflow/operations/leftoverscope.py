@@ -14,7 +14,7 @@ selection's part of a teardown's leftovers; this module turns the
 
 Its stack, project and credentials entries are filtered by ``leftoverstacks``.
 
-The cache decisions stay in ``runs.leftovers`` (``Scope``, ``covers``, rule 5);
+The cache decisions stay in ``runs.leftovers`` (``Scope``, ``covers``, rule 6);
 every run of the journal is still observed, so a run of another selection in
 a shared state directory keeps what it needs. Nothing here writes.
 """

@@ -57,11 +57,11 @@ def list_runs(
     Raises:
         ConfigError: the journal exists but cannot be read.
     """
-    from npa_infra.journal.store import Journal, journal_path
+    from npa_infra.journal.store import Journal, present
     from npa_infra.workflow.target.services import Services
 
     home = npa_config.npa_home(env)
-    if not journal_path(home).exists():
+    if not present(home):
         return RunList()  # reading never creates the journal
     now = (services or Services()).clock.now()
     journal = Journal.open(home)

@@ -103,10 +103,10 @@ def run_logs(
         SkyPilotDriftError: the SkyPilot venv or its API server port fails the drift gate.
         ConfigError: the journal cannot be read.
     """
-    from npa_infra.journal.store import Journal, journal_path
+    from npa_infra.journal.store import Journal, present
 
     home = npa_config.npa_home(env)
-    if not journal_path(home).exists():
+    if not present(home):
         return LogsReport(status="not_found", run_id=run_id, detail="no journal yet")
     journal = Journal.open(home)
     try:

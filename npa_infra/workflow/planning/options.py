@@ -37,12 +37,21 @@ def parse_overrides(items: Iterable[str]) -> list[tuple[str, str]]:
 
 
 def parse_secret_names(items: Iterable[str]) -> list[str]:
+    """``--secret-env NAME`` names, deduplicated in order.
+
+    Raises:
+        UsageError: an item is not a name. Its text is never echoed (issue 24): what
+            follows a ``=`` is a value, and anything else may be one pasted by mistake.
+    """
     names = []
     for item in items:
         if not _ENV_NAME.match(item):
+            name, sep, _ = item.partition("=")
+            shown = f"{name}=…" if sep and _ENV_NAME.match(name) else "(not shown)"
             raise UsageError(
-                f"invalid --secret-env name {item!r}",
-                remedy="pass the NAME of an environment variable, never its value",
+                f"invalid --secret-env {shown}: it takes the NAME of an environment variable, "
+                "never a value (the text is not shown: it may be a secret)",
+                remedy="export NAME=… in the shell and pass --secret-env NAME",
             )
         if item not in names:
             names.append(item)

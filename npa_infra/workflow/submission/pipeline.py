@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from npa_infra import config as npa_config
 from npa_infra import regularfile
 from npa_infra.errors import SpecError, UsageError
+from npa_infra.localstate import marker
 from npa_infra.plan import context, waves
 from npa_infra.plan.model import Plan, PlanError
 from npa_infra.render import documents, images, raw
@@ -129,15 +130,9 @@ def _secret_hints(sources: Mapping[str, str | None]) -> list[dict[str, Any]]:
     return [{"name": n, "available": src is not None, "source": src} for n, src in sources.items()]
 
 
-def _private_dir(path: Path) -> None:
-    """Create ``path`` and any missing parents as 0700 (local state is private, cli.md §0)."""
-    missing = [p for p in (path, *path.parents) if not p.exists()]
-    for part in reversed(missing):
-        part.mkdir(mode=0o700)
-
-
 def _write(jobs: list[documents.RenderedJob], directory: Path) -> list[str]:
-    _private_dir(directory)
+    # marked as npa's, so that npa cleanup --yes may remove it later (issue 24)
+    marker.make_dir(directory, "rendered_yaml")
     paths = []
     for job in jobs:
         path = directory / f"{job.job_name}.yaml"

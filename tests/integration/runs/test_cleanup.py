@@ -14,6 +14,7 @@ import pytest
 
 from npa_infra.errors import ProjectError
 from npa_infra.journal.lock import RunLock
+from npa_infra.localstate import marker
 from npa_infra.projects import selection, store
 from npa_infra.projects.models import Selection
 from npa_infra.projects.record import Project
@@ -92,17 +93,29 @@ def _write(path: Path, size: int) -> None:
     path.write_bytes(b"x" * size)
 
 
+def _npa_write(path: Path, size: int, kind: str) -> None:
+    """A file in a directory npa made for its caches, as npa makes it (with its marker)."""
+    marker.make_dir(path.parent, kind)
+    _write(path, size)
+
+
+def _marker(kind: str) -> int:
+    """The bytes of npa's marker in a directory of ``kind``."""
+    return len(json.dumps({"kind": kind, "schema": marker.SCHEMA}, sort_keys=True))
+
+
 def _caches(box: Box) -> None:
     """One cache of every kind, with known sizes; the old state directory was never used."""
-    _write(box.home / "rendered" / "done-1" / "a.yaml", 10)
-    _write(box.home / "rendered" / "done-1" / "b.yaml", 5)
+    _npa_write(box.home / "rendered" / "done-1" / "a.yaml", 10, "rendered_yaml")
+    _npa_write(box.home / "rendered" / "done-1" / "b.yaml", 5, "rendered_yaml")
     _write(box.home / "cache" / "image-pull-probe.json", 7)
     _write(box.home / "cache" / "skypilot-gate.json", 3)
     _write(box.home / "skypilot-venv.versions" / "abc" / "pyvenv.cfg", 11)
     (box.home / "skypilot-venv").symlink_to(box.home / "skypilot-venv.versions" / "abc")
     old = box.home / "skypilot-state" / "old"
-    _write(old / "submissions" / "done-1" / "j.yaml", 4)
-    _write(old / "supervision" / "queue.json", 6)
+    marker.make_dir(old, "state_dir")
+    _npa_write(old / "submissions" / "done-1" / "j.yaml", 4, "task_yaml")
+    _npa_write(old / "supervision" / "queue.json", 6, "tick_files")
 
 
 def _by_kind(report: CleanupReport) -> dict[str, CacheEntry]:
@@ -124,14 +137,15 @@ def test_cleanup_report_each_cache_kind_with_its_size_and_changes_nothing(tmp_pa
     before = _tree(box.home)
     report = box.cleanup(yes=False)
     kinds = _by_kind(report)
+    ticks, task, state = _marker("tick_files"), _marker("task_yaml"), _marker("state_dir")
     assert {k: (c.bytes, c.removed, c.reason) for k, c in kinds.items()} == {
-        "rendered_yaml": (15, False, None),
+        "rendered_yaml": (15 + _marker("rendered_yaml"), False, None),
         "probe_cache": (7, False, None),
         "gate_cache": (3, False, None),
         "skypilot_venv": (11, False, None),
-        "task_yaml": (4, False, None),
-        "tick_files": (6, False, None),
-        "state_dir": (10, False, None),
+        "task_yaml": (4 + task, False, None),
+        "tick_files": (6 + ticks, False, None),
+        "state_dir": (10 + ticks + task + state, False, None),
     }
     assert kinds["state_dir"].path == str(box.home / "skypilot-state" / "old")
     assert report.managed_jobs[0].verdict == "never_used"  # no user-id: no controller named
@@ -255,7 +269,7 @@ def test_cleanup_lists_non_terminal_jobs_of_every_user(tmp_path: Path) -> None:
 
 def test_cleanup_removal_failure_exits_1_and_names_the_path(tmp_path: Path) -> None:
     box = Box(tmp_path)
-    _write(box.home / "rendered" / "done-1" / "a.yaml", 1)
+    _npa_write(box.home / "rendered" / "done-1" / "a.yaml", 1, "rendered_yaml")
 
     def refuse(path: Path) -> None:
         raise PermissionError(13, "Permission denied")
@@ -283,7 +297,7 @@ def _two_stacks(box: Box) -> dict[str, IsolatedDir]:
         journal_run(box.home, f"{name}-done", stack=name, status="SUCCEEDED", data=data)
         _write(box.home / "rendered" / f"{name}-done" / "a.yaml", 2)
         _write(iso.root / "submissions" / f"{name}-done" / "j.yaml", 3)
-        _write(iso.root / "supervision" / "queue.json", 4)
+        _npa_write(iso.root / "supervision" / "queue.json", 4, "tick_files")
         _write(box.home / "credentials" / f"{name}.env", 0)
         store.save(Project(alias=f"{name}lpha", stack=name), box.env)
         ProbeLedger(box.home, f"ctx-{name}").intend(f"ns-{name}", f"probe-{name}")

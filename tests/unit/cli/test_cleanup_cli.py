@@ -29,6 +29,7 @@ def home(tmp_path: Path) -> Path:
     rendered = home / "rendered" / "old-run"
     rendered.mkdir(parents=True)
     (rendered / "a.yaml").write_bytes(b"x" * 2048)
+    journal_run(home, "old-run", status="SUCCEEDED")  # the journal proves npa rendered it
     return home
 
 
@@ -44,7 +45,7 @@ def _invoke(home: Path, *args: str, **env: str) -> tuple[int, str, str]:
 
 
 REPORT_KEYS = {
-    "status", "caches", "stacks", "projects", "credentials", "managed_jobs",
+    "status", "caches", "skipped", "stacks", "projects", "credentials", "managed_jobs",
     "cluster_resources", "runbook", "errors",
 }  # fmt: skip
 

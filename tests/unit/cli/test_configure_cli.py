@@ -461,3 +461,80 @@ def test_submit_live_request_carries_project_values_resolved_env_first(
     assert result.exit_code == 0, result.stdout + result.stderr
     assert seen == [{"HF_TOKEN": "from-env", "NGC_API_KEY": CANARY + "-p"}]
     assert CANARY not in result.stdout + result.stderr
+
+
+# -- issue 24: --state-dir, private modes, hostile credential files ----------------------------
+@pytest.mark.parametrize(
+    "given",
+    ["", "state", "./state", "~/state", "/tmp/a\nb", "/proc/self", "/sys/fs"],
+    ids=["empty", "relative", "dot-relative", "tilde", "newline", "proc-self", "sys"],
+)
+def test_configure_state_dir_that_names_no_one_directory_is_a_usage_error(
+    root: Path, given: str
+) -> None:
+    result = _npa()("configure", "-p", "lab", "--context", "c", "--state-dir", given, "--no-input")
+    assert result.exit_code == 64, result.stderr
+    assert "Error: --state-dir" in result.stderr and "Hint: " in result.stderr
+    assert not (_home() / "projects" / "lab.yaml").exists()  # nothing written
+
+
+def test_configure_state_dir_holding_user_files_refused_left_unmarked(
+    root: Path, tmp_path: Path
+) -> None:
+    mine = tmp_path / "my-data"
+    (mine / "submissions" / "thesis").mkdir(parents=True)
+    (mine / "supervision").mkdir()
+    result = _npa()("configure", "-p", "lab", "--context", "c", "--state-dir", mine, "--json")
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["error"]["details"]["state_dir"] == str(mine)
+    assert sorted(os.listdir(mine)) == ["submissions", "supervision"]  # no marker planted
+    assert not (_home() / "projects" / "lab.yaml").exists()
+
+
+def test_configure_state_dir_absent_created_private_and_marked_stored_normalised(
+    root: Path, tmp_path: Path
+) -> None:
+    from npa_infra.localstate import marker
+
+    result = _npa()(
+        "configure", "-p", "lab", "--context", "c", "--state-dir", f"{tmp_path}//s/../state/",
+        "--json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["state_dir"] == str(tmp_path / "state")
+    assert marker.holds(tmp_path / "state") and _mode(tmp_path / "state") == 0o700
+    again = _npa()("configure", "-p", "lab", "--state-dir", tmp_path / "state", "--json")
+    assert again.exit_code == 0, again.stderr  # npa's own directory: accepted again
+
+
+def test_configure_creates_npa_home_and_every_level_0700_whatever_the_umask(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NPA_HOME", str(tmp_path / "new" / "npa-home"))
+    old = os.umask(0o022)
+    try:
+        result = _npa()("configure", "-p", "lab", "--context", "c", "--no-input")
+    finally:
+        os.umask(old)
+    assert result.exit_code == 0, result.stderr
+    for level in (tmp_path / "new", _home(), _home() / "projects"):
+        assert _mode(level) == 0o700, level
+    assert _mode(_home() / "projects" / "lab.yaml") == 0o600
+
+
+def test_configure_credential_from_fifo_refused_at_once_never_blocks(
+    root: Path, tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    done = subprocess.run(
+        [sys.executable, "-m", "npa_infra", "configure", "-p", "lab", "--context", "c",
+         "--credential", f"HF_TOKEN=@{fifo}", "--no-input"],
+        capture_output=True, text=True, timeout=120, env=os.environ.copy(), check=False,
+    )  # fmt: skip
+    assert done.returncode == 64, done.stderr
+    assert "FIFO" in done.stderr and str(fifo) in done.stderr
+    assert not (_home() / "projects" / "lab.yaml").exists()

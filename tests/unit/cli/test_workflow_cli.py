@@ -521,6 +521,25 @@ def test_workflow_cli_usage_error_exit_64_message_on_stderr(
 
 
 @pytest.mark.parametrize(
+    "given",
+    [f"A={CANARY_VALUE}", CANARY_VALUE, f"{CANARY_VALUE}=x", f"A B={CANARY_VALUE}"],
+    ids=["name-equals-value", "bare-value", "value-before-equals", "spaced-name"],
+)
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_workflow_cli_secret_env_value_never_echoed_in_its_error(
+    npa: Invoke, render_dir: Path, given: str, as_json: bool
+) -> None:
+    """Issue 24: ``--secret-env 'A=value'`` echoed the value in its usage error."""
+    result = npa(
+        "submit", MINIMAL, "--plan-only", "--render-dir", render_dir, "--secret-env", given,
+        *(["--json"] if as_json else []),
+    )  # fmt: skip
+    assert result.exit_code == 64
+    assert "--secret-env" in result.stderr and "never a value" in result.stderr
+    assert CANARY_VALUE not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
     "args",
     [
         ["validate-spec", MINIMAL, "--var", "bad", "--json"],

@@ -49,8 +49,8 @@ def test_open_missing_home_created_private_with_private_files(tmp_path: Path) ->
 
 
 def test_open_existing_readable_file_made_0600(home: Path) -> None:
-    home.mkdir(mode=0o755)
-    journal_path(home).touch(mode=0o644)
+    Journal.open(home).close()
+    journal_path(home).chmod(0o644)
     Journal.open(home).close()
     assert _mode(journal_path(home)) == 0o600
 
@@ -80,8 +80,18 @@ def test_open_not_a_database_refused_with_move_aside_remedy(home: Path) -> None:
     journal_path(home).write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(ConfigError) as info:
         Journal.open(home)
-    assert info.value.details["sqlite_error"] == "SQLITE_NOTADB"
+    assert info.value.details["found"] == "not_sqlite"
     assert "move it aside" in info.value.remedy
+    assert f"mv -n {journal_path(home)} {journal_path(home)}.aside-" in info.value.remedy
+
+
+def test_open_sqlite_header_over_garbage_is_notadb_with_move_aside_command(home: Path) -> None:
+    home.mkdir()
+    journal_path(home).write_bytes(database.SQLITE_HEADER + b"\xff" * 4000)
+    with pytest.raises(ConfigError) as info:
+        Journal.open(home)
+    assert info.value.details["sqlite_error"] in ("SQLITE_NOTADB", "SQLITE_CORRUPT")
+    assert f"mv -n {journal_path(home)} " in info.value.remedy
 
 
 def test_constructor_does_no_io_and_unopened_journal_refuses_use(tmp_path: Path) -> None:

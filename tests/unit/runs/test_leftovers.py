@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 from npa_infra.runs import leftovers as lo
 from npa_infra.runs.leftovers import CacheKind, Controller, KeepReason, Verdict
@@ -15,11 +16,13 @@ STATE = "/h/skypilot-state/dev"
 GONE = lo.StateObservation(STATE, Controller.GONE)
 
 
-def _cache(kind: CacheKind, run_id: str | None = None) -> lo.CacheObservation:
+def _cache(
+    kind: CacheKind, run_id: str | None = None, proof: lo.Proof = lo.Proof.MARKER
+) -> lo.CacheObservation:
     per_state = kind in (CacheKind.TASK_YAML, CacheKind.TICK_FILES, CacheKind.STATE_DIR)
     path = STATE if kind is CacheKind.STATE_DIR else f"/x/{kind.value}"
     return lo.CacheObservation(
-        kind, path, 10, run_id=run_id, state_dir=STATE if per_state else None
+        kind, path, 10, run_id=run_id, state_dir=STATE if per_state else None, proof=proof
     )
 
 
@@ -116,6 +119,11 @@ def test_plan_any_world_one_decision_per_cache_never_removes_what_a_run_needs(
             assert decision.reason is not None and decision.detail
             continue
         assert decision.reason is None and decision.needed_by == ()
+        assert cache.proof is not lo.Proof.NONE  # rule 0: only what npa can prove it made
+        if cache.kind is CacheKind.TASK_YAML:  # rule 4: its own queue read proves no live job
+            [state] = [s for s in world["states"] if s.path == cache.state_dir]
+            assert state.controller is not Controller.UNKNOWN
+            assert not any(lo.job_may_be_runs(j, cache.run_id or "") for j in state.live_jobs)
         for run in world["runs"]:
             if run.live or run.inflight or run.locked:
                 needs = (
@@ -191,9 +199,10 @@ def test_decide_scoped_live_run_named_before_shared() -> None:
 
 
 def test_plan_scope_decides_only_the_covered_caches_in_order() -> None:
-    own = lo.CacheObservation(CacheKind.STATE_DIR, STATE, 1, state_dir=STATE)
-    other = lo.CacheObservation(CacheKind.STATE_DIR, OTHER, 1, state_dir=OTHER)
-    mine = lo.CacheObservation(CacheKind.RENDERED_YAML, "/r/mine", 1, run_id="mine")
+    marked = lo.Proof.MARKER
+    own = lo.CacheObservation(CacheKind.STATE_DIR, STATE, 1, state_dir=STATE, proof=marked)
+    other = lo.CacheObservation(CacheKind.STATE_DIR, OTHER, 1, state_dir=OTHER, proof=marked)
+    mine = lo.CacheObservation(CacheKind.RENDERED_YAML, "/r/mine", 1, run_id="mine", proof=marked)
     states = [GONE, lo.StateObservation(OTHER, Controller.GONE)]
     decisions = lo.plan([other, mine, own], [], states, scope=SCOPE)
     assert [(d.cache, d.verdict) for d in decisions] == [
@@ -229,3 +238,84 @@ def test_plan_any_scope_decides_only_covered_never_removes_shared(
         else:  # a covered cache of the selection is judged as an unscoped cleanup would
             assert decision == lo.decide(decision.cache, world["runs"], world["states"],
                                          bootstrap_locked=world["bootstrap_locked"])  # fmt: skip
+
+
+# -- issue 24: only what npa can prove it made; what a live job of the queue needs --------
+
+
+@pytest.mark.parametrize("kind", list(CacheKind), ids=lambda k: k.value)
+def test_decide_cache_without_proof_is_kept_whatever_else_holds(kind: CacheKind) -> None:
+    decision = lo.decide(_cache(kind, "r1", proof=lo.Proof.NONE), [], [GONE])
+    assert (decision.verdict, decision.reason) == (Verdict.KEEP, KeepReason.NOT_NPA_MADE)
+    assert "cannot prove" in decision.detail
+    assert lo.decide(_cache(kind, "r1"), [], [GONE]).remove  # the same, marked: removed
+
+
+@pytest.mark.parametrize(
+    ("kind", "proof", "removal"),
+    [
+        (CacheKind.RENDERED_YAML, lo.Proof.JOURNAL, lo.Removal.NPA_FILES),
+        (CacheKind.TASK_YAML, lo.Proof.JOURNAL, lo.Removal.NPA_FILES),
+        (CacheKind.RENDERED_YAML, lo.Proof.MARKER, lo.Removal.TREE),
+        (CacheKind.TASK_YAML, lo.Proof.MARKER, lo.Removal.TREE),
+        (CacheKind.STATE_DIR, lo.Proof.JOURNAL, lo.Removal.TREE),
+        (CacheKind.SKYPILOT_VENV, lo.Proof.NPA_NAME, lo.Removal.TREE),
+    ],
+    ids=["rendered-journal", "task-journal", "rendered-marker", "task-marker",
+         "state-journal", "venv-name"],
+)  # fmt: skip
+def test_decide_removal_journal_proof_of_a_run_directory_removes_npa_files_only(
+    kind: CacheKind, proof: lo.Proof, removal: lo.Removal
+) -> None:
+    decision = lo.decide(_cache(kind, "r1", proof=proof), [], [GONE])
+    assert (decision.remove, decision.removal) == (True, removal)
+
+
+@pytest.mark.parametrize(
+    ("jobs", "kept"),
+    [
+        (("r1",), True),
+        (("r1-a2",), True),
+        (("r1-00-train",), True),
+        (("r10",), False),
+        (("r2-00-train", "other"), False),
+        ((), False),
+    ],
+    ids=["one-shot", "attempt-2", "runtime-wave", "longer-run-id", "other-runs", "no-job"],
+)
+def test_decide_task_yaml_kept_while_its_queue_lists_a_live_job_of_the_run(
+    jobs: tuple[str, ...], kept: bool
+) -> None:
+    state = lo.StateObservation(STATE, Controller.UP, live_jobs=jobs)
+    decision = lo.decide(_cache(CacheKind.TASK_YAML, "r1"), [], [state])
+    assert decision.remove is not kept
+    if kept:
+        assert decision.reason is KeepReason.LIVE_JOB and jobs[0] in decision.detail
+
+
+@pytest.mark.parametrize(
+    "states",
+    [[lo.StateObservation(STATE, Controller.UNKNOWN)], []],
+    ids=["queue-unknown", "not-observed"],
+)
+def test_decide_task_yaml_kept_while_its_queue_is_not_read(
+    states: list[lo.StateObservation],
+) -> None:
+    decision = lo.decide(_cache(CacheKind.TASK_YAML, "r1"), [], states)
+    assert (decision.verdict, decision.reason) == (Verdict.KEEP, KeepReason.LIVE_JOB)
+
+
+_RUN_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1)
+
+
+@given(_RUN_TEXT, st.integers(0, 99), st.text(min_size=1, max_size=70), st.integers(1, 12))
+def test_job_may_be_runs_every_name_the_run_gets(
+    run_id: str, index: int, wave_name: str, attempt: int
+) -> None:
+    """Agrees with the naming rule itself (plan.waves.job_name, cli.md §0): never misses."""
+    from npa_infra.plan import waves
+    from npa_infra.plan.model import Wave
+
+    wave = Wave(index, "serial", "", wave_name, 1, 1, ())
+    assert lo.job_may_be_runs(waves.job_name(run_id, None, attempt), run_id)
+    assert lo.job_may_be_runs(waves.job_name(run_id, wave, attempt), run_id)
