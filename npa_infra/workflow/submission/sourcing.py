@@ -321,16 +321,20 @@ def saved_uri(env: Mapping[str, str], stack: str | None) -> str:
 
 
 def save_uri(env: Mapping[str, str], stack: str | None, uri: str) -> Path:
-    """Save ``uri`` for ``stack`` (top-level without one); returns the config path."""
-    config = dict(npa_config.load_config(env))
-    if stack:
-        stacks = dict(config.get("stacks") or {})
-        entry = stacks.get(stack)
-        stacks[stack] = {**(entry if isinstance(entry, dict) else {}), SAVED_KEY: uri}
-        config["stacks"] = stacks
-    else:
-        config[SAVED_KEY] = uri
-    return npa_config.save_config(env, config)
+    """Save ``uri`` for ``stack`` (top-level without one) under the config file's lock, as
+    every read-merge-write of npa's own files is (issue 24); returns the config path."""
+
+    def change(config: dict[str, Any]) -> dict[str, Any]:
+        if stack:
+            stacks = dict(config.get("stacks") or {})
+            entry = stacks.get(stack)
+            stacks[stack] = {**(entry if isinstance(entry, dict) else {}), SAVED_KEY: uri}
+            config["stacks"] = stacks
+        else:
+            config[SAVED_KEY] = uri
+        return config
+
+    return npa_config.update_config(env, change)
 
 
 def _check_flags(request: SourceRequest, selection: images.ImageSelection) -> None:
