@@ -16,6 +16,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from npa_infra.cli import optiontypes
 from npa_infra.workflow.submission import submitflags
 from npa_infra.workflow.submission.submitflags import Kind
 
@@ -55,10 +56,12 @@ def _declarations(flag: submitflags.Flag) -> tuple[str, ...]:
 
 
 def _parameter(flag: submitflags.Flag) -> inspect.Parameter:
+    floats = flag.kind is Kind.FLOAT  # finite and at least the minimum (optiontypes)
     option = typer.Option(
         *_declarations(flag),
         help=flag.help,
-        min=flag.minimum,
+        min=None if floats else flag.minimum,
+        parser=optiontypes.finite_at_least(flag.minimum or 0.0) if floats else None,
         hidden=flag.hidden,
         show_default=flag.kind is not Kind.SWITCH_OFF,
     )

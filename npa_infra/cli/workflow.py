@@ -13,7 +13,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from npa_infra.cli import flags, gpus, output, runhistory, selection, services, source, specformat
+from npa_infra.cli import (
+    flags,
+    gpus,
+    optiontypes,
+    output,
+    runhistory,
+    selection,
+    services,
+    source,
+    specformat,
+)
 
 if TYPE_CHECKING:
     from npa_infra.registry.models import CheckResult
@@ -69,7 +79,7 @@ BootstrapTimeoutOpt = Annotated[
     float,
     typer.Option(
         "--image-bootstrap-timeout-seconds",
-        min=0.0,
+        parser=optiontypes.seconds,
         help="How long the pull-probe pod is watched (0 = no deadline).",
     ),
 ]
@@ -416,7 +426,12 @@ def status(
         ),
     ] = False,
     interval: Annotated[
-        float, typer.Option("--interval", min=1.0, help="Seconds between --watch refreshes.")
+        float,
+        typer.Option(
+            "--interval",
+            parser=optiontypes.finite_at_least(1.0),
+            help="Seconds between --watch refreshes.",
+        ),
     ] = 10.0,
     as_json: JsonOpt = False,
 ) -> None:
