@@ -14,6 +14,7 @@ for SIGPIPE).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import select
@@ -24,12 +25,13 @@ from typing import Any, NoReturn, Protocol, TypeVar
 
 import typer
 
-from npa_infra.errors import ExitCode, NpaError, SpecError, UsageError
+from npa_infra.errors import ConfigError, ExitCode, NpaError, SpecError, UsageError
 from npa_infra.spec.issues import SpecIssue, format_issue, issue_json
 
 __all__ = [
     "closed_pipe_exit",
     "emit_json",
+    "environment_error",
     "fail",
     "finish",
     "flush_stdout",
@@ -91,6 +93,41 @@ def flush_stdout() -> None:
         closed_pipe_exit()
     except (OSError, ValueError):
         pass  # a stdout already closed or replaced: nothing left to write
+
+
+# what an OSError about a local file means, and what to do (the path is the exception's)
+_ENVIRONMENT: dict[int, tuple[str, str]] = {
+    errno.EACCES: ("permission denied", "make it writable by this user"),
+    errno.EPERM: ("operation not permitted", "make it writable by this user"),
+    errno.EROFS: ("the file system is read-only", "use a writable file system"),
+    errno.ENOSPC: ("no space left on the device", "free space on its file system"),
+    errno.EDQUOT: ("the disk quota is exhausted", "free space within the quota"),
+}
+
+
+def environment_error(exc: OSError) -> ConfigError | None:
+    """An unwritable or full local path as the error it is (exit 1), naming path and cause;
+    None for any other OSError (still an internal error: a bug or an unknown cause).
+
+    A failed ``write`` names no file (only ``open`` and ``mkdir`` do): a full disk is then
+    reported as the npa home's, where every file npa writes lives.
+    """
+    from npa_infra import config
+
+    known = _ENVIRONMENT.get(exc.errno or 0)
+    home = config.npa_home(os.environ)
+    if known is None or not (exc.filename or exc.errno in (errno.ENOSPC, errno.EDQUOT)):
+        return None
+    why, fix = known
+    code = errno.errorcode.get(exc.errno or 0, str(exc.errno))
+    path = os.fsdecode(exc.filename) if exc.filename else str(home)
+    where = path if exc.filename else f"under the npa home {path}"
+    return ConfigError(
+        f"cannot write {where}: {why} ({code})",
+        remedy=f"{fix} ({path}), or point NPA_HOME (now {home}) at a writable directory "
+        "with free space",
+        details={"path": path, "errno": code},
+    )
 
 
 def emit_json(payload: Any) -> None:

@@ -14,7 +14,9 @@ object ``{status: "error", error: {category: "internal", ...}}`` on stdout.
 ``--debug`` adds the traceback on stderr. A ``BrokenPipeError`` because stdout's
 reader went away (``| head``) is no error at all: the command ends quietly with
 141, as ``cat`` does (``output.closed_pipe_exit``); any other broken pipe is
-rendered as above.
+rendered as above. An ``OSError`` that says a local path cannot be written
+(permission, a read-only or full file system: ``output.environment_error``) is
+rendered as the ``ConfigError`` it is, naming the path and the cause.
 """
 
 from __future__ import annotations
@@ -151,5 +153,10 @@ class RootGroup(typer.core.TyperGroup):
             if output.stdout_closed():  # the reader of stdout went away: exit as `cat` does
                 output.closed_pipe_exit()
             _render_unexpected(exc, as_json=wants_json(ctx.meta.get(_ARGV_KEY, ())))
+        except OSError as exc:  # an unwritable or full path is the environment, not a bug
+            known = output.environment_error(exc)
+            if known is None:
+                _render_unexpected(exc, as_json=wants_json(ctx.meta.get(_ARGV_KEY, ())))
+            output.fail(known, as_json=wants_json(ctx.meta.get(_ARGV_KEY, ())))
         except Exception as exc:  # the one top-level handler (style.md rule 8)
             _render_unexpected(exc, as_json=wants_json(ctx.meta.get(_ARGV_KEY, ())))
