@@ -156,6 +156,8 @@ class Redacting:
 
     def __getattr__(self, name: str) -> object:
         # what is not part of the protocol (``binary`` for the drift gate) is the inner one's
+        if name == "inner":  # not set yet (a copy being built): never recurse
+            raise AttributeError(name)
         return getattr(self.inner, name)
 
 
