@@ -92,6 +92,7 @@ class ExitCode(IntEnum):
     USAGE = 64  # the command line is wrong (sysexits' EX_USAGE); nothing was done
     HANGUP = 129  # interrupted by SIGHUP
     INTERRUPTED = 130  # interrupted by Ctrl-C (SIGINT)
+    CLOSED_PIPE = 141  # stdout's reader went away (`| head`): 128 + SIGPIPE, as `cat` exits
     TERMINATED = 143  # interrupted by SIGTERM
 
 

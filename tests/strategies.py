@@ -1061,11 +1061,12 @@ def _option_value(flag: submitflags.Flag) -> st.SearchStrategy[Any]:
         Kind.SWITCH: st.booleans(),
         Kind.SWITCH_OFF: st.booleans(),
         Kind.TOGGLE: st.booleans(),
-        Kind.TEXT: st.none() | _ARG_TEXT,
+        # an empty or blank text, a nan or an infinity is a usage error (cli.optiontypes)
+        Kind.TEXT: st.none() | _ARG_TEXT.filter(str.strip),
         Kind.DECISION: st.sampled_from(["", "promote_checkpoint", "promote", "loop_back"]),
-        Kind.PATH: st.none() | _ARG_TEXT.map(Path),
+        Kind.PATH: st.none() | _ARG_TEXT.filter(str.strip).map(Path),
         Kind.INT: st.integers(min_value=low, max_value=10**6),
-        Kind.FLOAT: st.floats(min_value=float(low), allow_nan=False),
+        Kind.FLOAT: st.floats(min_value=float(low), allow_nan=False, allow_infinity=False),
         Kind.MULTI: st.lists(_ARG_TEXT, max_size=3).map(tuple),
         Kind.NAMES: st.lists(_ENV_NAMES, max_size=3, unique=True).map(tuple),
         Kind.PAIRS: st.lists(
@@ -1647,6 +1648,38 @@ def run_entries(draw: st.DrawFn) -> list[Any]:
             plan = RunEntry(run_id, None, "wf", "one-shot", "PLANNED", earlier, earlier)
             entries.append(dataclasses.replace(plan, plan_only=True))
     return draw(st.permutations(entries))
+
+
+# How a run's lock file reads (journal.lock.holder_state): no file, released (empty), held
+# by this live process, by a process that has exited, or recorded on another host.
+LOCK_HOLDERS = ("none", "released", "alive", "dead", "other_host")
+
+
+@st.composite
+def journal_run_states(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Runs as a journal can hold them: any status (a legacy text too), any lock holder,
+    adopted job ids or none, some with a plan-only twin, plus plan-only run ids, for the
+    agreement of ``status``, ``list`` and the SDK (``runs.runview``)."""
+    from npa_infra.runs.lifecycle import RunStatus
+
+    statuses = [s.value for s in RunStatus if s is not RunStatus.PLANNED] + ["RUNNING"]
+    ids = draw(st.lists(st.sampled_from([f"s-{i}" for i in range(8)]), unique=True, max_size=6))
+    runs = []
+    for index, run_id in enumerate(ids):
+        plan_only = draw(st.booleans()) and draw(st.booleans())
+        runs.append(
+            {
+                "run_id": run_id,
+                "plan_only": plan_only,
+                "status": "PLANNED" if plan_only else draw(st.sampled_from(statuses)),
+                "stack": draw(st.sampled_from((None, "dev"))),
+                "holder": draw(st.sampled_from(LOCK_HOLDERS)),
+                "job_ids": draw(st.lists(st.integers(1, 99), max_size=2, unique=True)),
+                "planned_too": not plan_only and draw(st.booleans()),
+                "created_at": 1_700_000_000.0 + index,
+            }
+        )
+    return runs
 
 
 def graph_labels() -> st.SearchStrategy[str]:

@@ -51,7 +51,7 @@ def cleanup_cmd(
             env=os.environ,
             yes=yes,
             project_root=root,
-            services=services.build(ctx.obj),
+            services=services.build(ctx.obj, waits=None if as_json else output.warn),
             scope=scope,
         )
     except NpaError as exc:

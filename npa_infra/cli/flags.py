@@ -16,6 +16,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from npa_infra.cli import optiontypes
 from npa_infra.workflow.submission import submitflags
 from npa_infra.workflow.submission.submitflags import Kind
 
@@ -39,6 +40,10 @@ _TYPES: dict[Kind, Any] = {
 }
 
 
+# a text or path value is never empty (optiontypes); a float is finite, at least its minimum
+_PARSERS: dict[Kind, Any] = {Kind.TEXT: optiontypes.text, Kind.PATH: optiontypes.path}
+
+
 def cli_default(flag: submitflags.Flag) -> object:
     """What typer passes when the flag is absent (``fields_from_cli`` makes it the default)."""
     if flag.kind in (Kind.SWITCH, Kind.SWITCH_OFF, Kind.TOGGLE, Kind.INT, Kind.FLOAT):
@@ -55,10 +60,13 @@ def _declarations(flag: submitflags.Flag) -> tuple[str, ...]:
 
 
 def _parameter(flag: submitflags.Flag) -> inspect.Parameter:
+    floats = flag.kind is Kind.FLOAT  # finite and at least the minimum (optiontypes)
     option = typer.Option(
         *_declarations(flag),
         help=flag.help,
-        min=flag.minimum,
+        min=None if floats else flag.minimum,
+        parser=_PARSERS.get(flag.kind)
+        or (optiontypes.finite_at_least(flag.minimum or 0.0) if floats else None),
         hidden=flag.hidden,
         show_default=flag.kind is not Kind.SWITCH_OFF,
     )

@@ -13,6 +13,7 @@ from npa_infra.cli import (
     cluster,
     completion,
     configure,
+    output,
     rootgroup,
     skypilot,
     stack,
@@ -81,6 +82,7 @@ def run(services: Services | None = None) -> None:
     try:
         app(obj=services)
     except SystemExit as exc:
+        output.flush_stdout()  # a reader gone by now ends it with 141, not a flush warning
         if exc.code == 130 and signals.received() is not None:
             raise SystemExit(signals.exit_code()) from None
         raise

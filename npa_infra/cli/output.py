@@ -3,11 +3,21 @@
 ``fail`` renders an ``NpaError``: with ``--json`` one JSON document on
 stdout, otherwise ``Error: …`` and ``Hint: …`` on stderr (located spec
 issues as readable blocks with the offending line and a caret).
+
+A reader that goes away (``npa … | head -1``) is not an error: ``stdout_closed``
+tells a closed stdout from any other broken pipe, and ``closed_pipe_exit`` ends
+the command quietly with 141 (128 + SIGPIPE), the status a shell shows for
+``cat`` in the same pipe, after pointing stdout at ``/dev/null`` so the
+interpreter's last flush cannot fail again (the Python documentation's advice
+for SIGPIPE).
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import select
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -15,10 +25,22 @@ from typing import Any, NoReturn, Protocol, TypeVar
 
 import typer
 
-from npa_infra.errors import NpaError, SpecError, UsageError
+from npa_infra.errors import ConfigError, ExitCode, NpaError, SpecError, UsageError
 from npa_infra.spec.issues import SpecIssue, format_issue, issue_json
 
-__all__ = ["emit_json", "fail", "finish", "out", "table", "warn", "warn_spec"]
+__all__ = [
+    "closed_pipe_exit",
+    "emit_json",
+    "environment_error",
+    "fail",
+    "finish",
+    "flush_stdout",
+    "out",
+    "stdout_closed",
+    "table",
+    "warn",
+    "warn_spec",
+]
 
 
 def out(text: str = "") -> None:
@@ -27,6 +49,85 @@ def out(text: str = "") -> None:
 
 def warn(text: str) -> None:
     sys.stderr.write(text + "\n")
+
+
+def stdout_closed() -> bool:
+    """True when nothing reads stdout any more: the read end of its pipe is closed.
+
+    ``poll`` reports POLLERR on a pipe's write end once every reader is gone; a
+    stdout that is no file (a test's capture) or still read is not closed.
+    """
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    poller = select.poll()
+    poller.register(fd, 0)  # POLLERR and POLLHUP are always reported
+    try:
+        events = poller.poll(0)
+    except OSError:
+        return False
+    return any(event & (select.POLLERR | select.POLLNVAL) for _, event in events)
+
+
+def closed_pipe_exit() -> NoReturn:
+    """End the command quietly because stdout's reader went away (exit 141, as ``cat``)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (AttributeError, OSError, ValueError):
+        pass  # no file to redirect: nothing buffered can reach a closed pipe then
+    raise SystemExit(ExitCode.CLOSED_PIPE)
+
+
+def flush_stdout() -> None:
+    """Flush stdout before exit; a reader gone by then ends the command as ``closed_pipe_exit``.
+
+    Raises:
+        SystemExit: 141 when stdout's reader went away.
+    """
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        closed_pipe_exit()
+    except (OSError, ValueError):
+        pass  # a stdout already closed or replaced: nothing left to write
+
+
+# what an OSError about a local file means, and what to do (the path is the exception's)
+_ENVIRONMENT: dict[int, tuple[str, str]] = {
+    errno.EACCES: ("permission denied", "make it writable by this user"),
+    errno.EPERM: ("operation not permitted", "make it writable by this user"),
+    errno.EROFS: ("the file system is read-only", "use a writable file system"),
+    errno.ENOSPC: ("no space left on the device", "free space on its file system"),
+    errno.EDQUOT: ("the disk quota is exhausted", "free space within the quota"),
+}
+
+
+def environment_error(exc: OSError) -> ConfigError | None:
+    """An unwritable or full local path as the error it is (exit 1), naming path and cause;
+    None for any other OSError (still an internal error: a bug or an unknown cause).
+
+    A failed ``write`` names no file (only ``open`` and ``mkdir`` do): a full disk is then
+    reported as the npa home's, where every file npa writes lives.
+    """
+    from npa_infra import config
+
+    known = _ENVIRONMENT.get(exc.errno or 0)
+    home = config.npa_home(os.environ)
+    if known is None or not (exc.filename or exc.errno in (errno.ENOSPC, errno.EDQUOT)):
+        return None
+    why, fix = known
+    code = errno.errorcode.get(exc.errno or 0, str(exc.errno))
+    path = os.fsdecode(exc.filename) if exc.filename else str(home)
+    where = path if exc.filename else f"under the npa home {path}"
+    return ConfigError(
+        f"cannot write {where}: {why} ({code})",
+        remedy=f"{fix} ({path}), or point NPA_HOME (now {home}) at a writable directory "
+        "with free space",
+        details={"path": path, "errno": code},
+    )
 
 
 def emit_json(payload: Any) -> None:

@@ -11,7 +11,12 @@ renders it, and any other exception as one line naming its type and where it
 was raised, never its text (an exception's text can hold a token or a URL
 with credentials) and never its locals. Under ``--json`` that is one JSON
 object ``{status: "error", error: {category: "internal", ...}}`` on stdout.
-``--debug`` adds the traceback on stderr.
+``--debug`` adds the traceback on stderr. A ``BrokenPipeError`` because stdout's
+reader went away (``| head``) is no error at all: the command ends quietly with
+141, as ``cat`` does (``output.closed_pipe_exit``); any other broken pipe is
+rendered as above. An ``OSError`` that says a local path cannot be written
+(permission, a read-only or full file system: ``output.environment_error``) is
+rendered as the ``ConfigError`` it is, naming the path and the cause.
 """
 
 from __future__ import annotations
@@ -127,6 +132,10 @@ class RootGroup(typer.core.TyperGroup):
         except _USAGE_ERROR as exc:  # the root's own options, or no command at all
             cast(_HasExitCode, exc).exit_code = ExitCode.USAGE
             raise
+        except BrokenPipeError:  # --help or --version into a closed pipe
+            if not output.stdout_closed():
+                raise
+            output.closed_pipe_exit()
         ctx.meta[_ARGV_KEY] = argv
         return ctx
 
@@ -140,5 +149,14 @@ class RootGroup(typer.core.TyperGroup):
             raise
         except NpaError as exc:
             output.fail(exc, as_json=wants_json(ctx.meta.get(_ARGV_KEY, ())))
+        except BrokenPipeError as exc:
+            if output.stdout_closed():  # the reader of stdout went away: exit as `cat` does
+                output.closed_pipe_exit()
+            _render_unexpected(exc, as_json=wants_json(ctx.meta.get(_ARGV_KEY, ())))
+        except OSError as exc:  # an unwritable or full path is the environment, not a bug
+            known = output.environment_error(exc)
+            if known is None:
+                _render_unexpected(exc, as_json=wants_json(ctx.meta.get(_ARGV_KEY, ())))
+            output.fail(known, as_json=wants_json(ctx.meta.get(_ARGV_KEY, ())))
         except Exception as exc:  # the one top-level handler (style.md rule 8)
             _render_unexpected(exc, as_json=wants_json(ctx.meta.get(_ARGV_KEY, ())))

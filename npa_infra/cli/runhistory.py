@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from npa_infra.cli import output, selection, services
+from npa_infra.cli import optiontypes, output, selection, services
 
 if TYPE_CHECKING:
     from npa_infra.workflow.operations.runlist import RunList
@@ -27,7 +27,10 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document o
 def logs_cmd(
     ctx: typer.Context,
     run_id: Annotated[
-        str, typer.Argument(metavar="RUN_ID", help="The run id.", show_default=False)
+        str,
+        typer.Argument(
+            metavar="RUN_ID", help="The run id.", parser=optiontypes.text, show_default=False
+        ),
     ],
     wave: Annotated[
         int | None,
@@ -78,7 +81,7 @@ def logs_cmd(
             attempt=attempt,
             follow=follow,
             on_line=stream.line if stream is not None else None,
-            services=services.build(ctx.obj),
+            services=services.build(ctx.obj, waits=None if as_json else output.warn),
             scope=chosen,
         )
     except NpaError as exc:  # the drift gate, an unreadable journal

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from npa_infra.cli import output
+from npa_infra.cli import optiontypes, output
 from npa_infra.projects import PROJECT_HELP, STACK_HELP
 
 if TYPE_CHECKING:
@@ -24,11 +24,26 @@ if TYPE_CHECKING:
 __all__ = ["ProjectOpt", "StackOpt", "context_of", "given", "select", "stack_name"]
 
 StackOpt = Annotated[
-    str | None, typer.Option("--stack", "-s", metavar="NAME", help=STACK_HELP, show_default=False)
+    str | None,
+    typer.Option(
+        "--stack",
+        "-s",
+        metavar="NAME",
+        help=STACK_HELP,
+        parser=optiontypes.text,
+        show_default=False,
+    ),
 ]
 ProjectOpt = Annotated[
     str | None,
-    typer.Option("--project", "-p", metavar="ALIAS", help=PROJECT_HELP, show_default=False),
+    typer.Option(
+        "--project",
+        "-p",
+        metavar="ALIAS",
+        help=PROJECT_HELP,
+        parser=optiontypes.text,
+        show_default=False,
+    ),
 ]
 
 

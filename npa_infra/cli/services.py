@@ -19,12 +19,18 @@ if TYPE_CHECKING:
 __all__ = ["build"]
 
 
-def build(obj: object, *, progress: Callable[[str], None] | None = None) -> Services:
+def build(
+    obj: object,
+    *,
+    progress: Callable[[str], None] | None = None,
+    waits: Callable[[str], None] | None = None,
+) -> Services:
     """``obj`` (the root context's object) if it is a ``Services``, else the real adapters;
-    with ``progress`` if given."""
-    import dataclasses
-
+    with ``progress`` if given (every progress line, the waits too), or only the real
+    ``sky``'s waits (what a call waits for, and its deadline) on ``waits``."""
     from npa_infra.workflow.target import services
 
     base = obj if isinstance(obj, services.Services) else services.Services()
-    return base if progress is None else dataclasses.replace(base, progress=progress)
+    if progress is None and waits is None:
+        return base
+    return base.with_progress(progress, waits=waits or progress)

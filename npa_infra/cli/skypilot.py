@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from npa_infra.cli import output, selection, services
+from npa_infra.cli import optiontypes, output, selection, services
 
 if TYPE_CHECKING:
     from npa_infra.skypilot.bootstrap import BootstrapReport
@@ -196,7 +196,11 @@ def cleanup_controller_cmd(
     ] = False,
     deadline_seconds: Annotated[
         float,
-        typer.Option("--deadline-seconds", min=0, help="How long to wait for CANCELLING jobs."),
+        typer.Option(
+            "--deadline-seconds",
+            parser=optiontypes.seconds,
+            help="How long to wait for CANCELLING jobs.",
+        ),
     ] = 600.0,
     sky_bin: Annotated[
         str | None,

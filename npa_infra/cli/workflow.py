@@ -13,7 +13,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from npa_infra.cli import flags, gpus, output, runhistory, selection, services, source, specformat
+from npa_infra.cli import (
+    flags,
+    gpus,
+    optiontypes,
+    output,
+    runhistory,
+    selection,
+    services,
+    source,
+    specformat,
+)
 
 if TYPE_CHECKING:
     from npa_infra.registry.models import CheckResult
@@ -37,7 +47,12 @@ app.command("list")(runhistory.list_cmd)
 app.command("schema")(specformat.schema_cmd)
 app.command("catalog")(specformat.catalog_cmd)
 
-SpecArg = Annotated[Path, typer.Argument(help="Path to an npa.workflow spec.", show_default=False)]
+SpecArg = Annotated[
+    Path,
+    typer.Argument(
+        help="Path to an npa.workflow spec.", parser=optiontypes.path, show_default=False
+    ),
+]
 VarOpt = Annotated[
     list[str] | None, typer.Option("--var", help="Config override KEY=VALUE (repeatable).")
 ]
@@ -69,7 +84,7 @@ BootstrapTimeoutOpt = Annotated[
     float,
     typer.Option(
         "--image-bootstrap-timeout-seconds",
-        min=0.0,
+        parser=optiontypes.seconds,
         help="How long the pull-probe pod is watched (0 = no deadline).",
     ),
 ]
@@ -316,7 +331,12 @@ def _submit_outputs(
 @flags.submit_options(outputs=_submit_outputs)
 def submit(
     ctx: typer.Context,
-    spec: Annotated[Path, typer.Argument(help="An npa.workflow spec or a raw SkyPilot task YAML.")],
+    spec: Annotated[
+        Path,
+        typer.Argument(
+            help="An npa.workflow spec or a raw SkyPilot task YAML.", parser=optiontypes.path
+        ),
+    ],
     **values: Any,
 ) -> None:
     """Plan, render and submit a workflow through the journaled launch transaction.
@@ -391,14 +411,17 @@ def _finish_live(result: "LiveResult", json_out: bool) -> None:
         raise typer.Exit(result.exit_code)
 
 
-RunIdArg = Annotated[str, typer.Argument(help="The run id.", show_default=False)]
+RunIdArg = Annotated[
+    str, typer.Argument(help="The run id.", parser=optiontypes.text, show_default=False)
+]
 
 
 @app.command("status")
 def status(
     ctx: typer.Context,
     run_id: Annotated[
-        str | None, typer.Argument(help="The run id (or --all).", show_default=False)
+        str | None,
+        typer.Argument(help="The run id (or --all).", parser=optiontypes.text, show_default=False),
     ] = None,
     all_runs: Annotated[
         bool, typer.Option("--all", help="Every run of the journal that is not terminal.")
@@ -416,7 +439,12 @@ def status(
         ),
     ] = False,
     interval: Annotated[
-        float, typer.Option("--interval", min=1.0, help="Seconds between --watch refreshes.")
+        float,
+        typer.Option(
+            "--interval",
+            parser=optiontypes.finite_at_least(1.0),
+            help="Seconds between --watch refreshes.",
+        ),
     ] = 10.0,
     as_json: JsonOpt = False,
 ) -> None:
@@ -428,9 +456,10 @@ def status(
     With --watch the view is printed once per refresh until nothing is in
     progress; with --watch --json only the last refresh's document is printed
     (one JSON document, as every --json). Exit codes (of the last refresh): 0
-    succeeded, in progress, NOT_SUBMITTED or PLAN_ONLY; 1 NOT_FOUND, ABSENT,
-    FAILED*, CANCELLED or BLOCKED; 2 not proven: VERIFICATION_UNAVAILABLE,
-    PARTIAL or DEGRADED; 64 a usage error (neither or both of RUN_ID and --all).
+    succeeded, in progress, ROLLED_BACK or PLANNED; 1 NOT_FOUND, ABSENT,
+    FAILED* or CANCELLED; 2 not proven: RECOVERY_REQUIRED (the remedy is the
+    --resume-run command), VERIFICATION_UNAVAILABLE, PARTIAL or DEGRADED; 64 a
+    usage error (neither or both of RUN_ID and --all).
     With --all: the worst of the runs' codes, 1 before 2, 0.
     """
     import os
@@ -441,7 +470,8 @@ def status(
     if (run_id is None) == (not all_runs):
         output.fail(UsageError("give exactly one of RUN_ID or --all"), as_json=as_json)
     chosen = selection.select(stack, project, as_json=as_json, extra={"run_id": run_id})
-    given = services.build(ctx.obj)  # what an embedding caller (or a test) put there
+    # what an embedding caller (or a test) put there; text mode says what a call waits for
+    given = services.build(ctx.obj, waits=None if as_json else output.warn)
     with _guard(as_json, {"run_id": run_id}):
         for number, report in enumerate(
             runstatus.refreshes(
@@ -541,9 +571,8 @@ def cancel(
 
     chosen = selection.select(stack, project, as_json=as_json, extra={"run_id": run_id})
     with _guard(as_json, {"run_id": run_id}):
-        report = cancellation.cancel_run(
-            run_id, env=os.environ, services=services.build(ctx.obj), scope=chosen
-        )
+        given = services.build(ctx.obj, waits=None if as_json else output.warn)
+        report = cancellation.cancel_run(run_id, env=os.environ, services=given, scope=chosen)
     if as_json:
         output.emit_json(report.to_json())
     else:

@@ -30,8 +30,17 @@ from types import TracebackType
 from typing import Any, Literal
 
 from npa_infra.errors import ConfigError, InvariantError, RunLockedError, UsageError
+from npa_infra.runs.runview import Holder
 
-__all__ = ["MASKED_FLAGS", "STATE_LOCKS", "LockKind", "RunLock", "lock_path", "state_lock_path"]
+__all__ = [
+    "MASKED_FLAGS",
+    "STATE_LOCKS",
+    "LockKind",
+    "RunLock",
+    "holder_state",
+    "lock_path",
+    "state_lock_path",
+]
 
 STATE_LOCKS = "npa-locks"  # under a SkyPilot state directory
 # ``runs``: held by a submit for the whole run; ``launches``: held while a launch may be
@@ -280,6 +289,52 @@ def _open_private(path: Path) -> int:
     if stat.S_IMODE(info.st_mode) != 0o600:
         os.fchmod(fd, 0o600)
     return fd
+
+
+def holder_state(path: Path) -> Holder:
+    """Whether the process recorded as holding the lock at ``path`` is alive (read only).
+
+    Nothing is locked, so a reader (``status``, ``list``) can never make a submit
+    fail to take the run. A released lock holds no details and a crashed holder's
+    pid is gone: ``GONE``. A holder on another host, or details that cannot be
+    read, is ``UNKNOWN``; a pid that may have been reused reads ``ALIVE`` (the
+    safe side: the run then stays in progress).
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return Holder.GONE  # never taken from this home
+    except OSError:
+        return Holder.UNKNOWN
+    try:
+        raw = os.pread(fd, _HOLDER_BYTES, 0)
+    except OSError:
+        return Holder.UNKNOWN
+    finally:
+        os.close(fd)
+    if not raw.strip():
+        return Holder.GONE  # released: its holder truncated it
+    details = _parsed(raw)
+    pid = details.get("pid")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return Holder.UNKNOWN
+    if details.get("host") != socket.gethostname():
+        return Holder.UNKNOWN
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return Holder.GONE
+    except PermissionError:
+        return Holder.ALIVE  # another user's live process
+    return Holder.ALIVE
+
+
+def _parsed(raw: bytes) -> dict[str, Any]:
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _holder(fd: int) -> dict[str, Any]:

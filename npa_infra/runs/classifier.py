@@ -222,6 +222,13 @@ _KEY_VALUE = re.compile(
 )
 
 
+def _may_hold_credential(text: str) -> bool:
+    """Whether any masking pattern can match: ``_FLAG`` needs ``--``, ``_KEY_VALUE`` a ``=``
+    or ``:``, ``_BEARER`` the word bearer. Long plain output (a flood of launch lines)
+    then costs one scan instead of three regular expressions."""
+    return "=" in text or ":" in text or "--" in text or "bearer" in text.lower()
+
+
 def redact(text: str, limit: int = 1000) -> str:
     """Mask credentials in ``text``, then keep its first ``limit`` characters.
 
@@ -233,6 +240,8 @@ def redact(text: str, limit: int = 1000) -> str:
     text (the first ``limit`` characters, no marker added); ``limit <= 0``
     gives an empty string.
     """
+    if not _may_hold_credential(text):  # none of the three patterns can match: skip them
+        return text[: max(limit, 0)]
     masked = _FLAG.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
     masked = _BEARER.sub(lambda m: f"{m.group(1)}{MASK}", masked)
     masked = _KEY_VALUE.sub(lambda m: f"{m.group(1)}{MASK}", masked)

@@ -2,7 +2,8 @@
 
 A row is built from what the journal holds (``RunEntry``): a run of the
 ``runs`` table, or a ``submit --plan-only`` run id of the ``plans`` table,
-shown with mode ``plan-only`` and status ``PLANNED``. ``rows`` decides, as one
+shown with mode ``plan-only``. A row's status is ``runs.runview``'s, the one
+``status`` and ``submit`` report (``PLANNED`` for a plan). ``rows`` decides, as one
 ordered chain per entry:
 
 1. a plan whose run id is also a run: **hidden** (a live submit of that id
@@ -26,8 +27,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from npa_infra.runs import lifecycle
-from npa_infra.runs.lifecycle import RunStatus
+from npa_infra.runs import lifecycle, runview
 
 __all__ = ["DEFAULT_LIMIT", "ListMode", "ListRow", "Listing", "RunEntry", "rows"]
 
@@ -55,6 +55,7 @@ class RunEntry:
     waves: int = 0
     job_ids: tuple[int, ...] = ()
     plan_only: bool = False
+    holder: runview.Holder = runview.Holder.UNKNOWN  # the run's process, for LAUNCHING (runview)
 
 
 class ListRow(BaseModel):
@@ -91,7 +92,7 @@ def _row(entry: RunEntry, now: float) -> ListRow:
         stack=entry.stack or None,
         workflow=entry.workflow,
         mode=mode,
-        status=RunStatus.PLANNED if entry.plan_only else entry.status,
+        status=runview.run_status(runview.RunFacts(entry.status, entry.plan_only, entry.holder)),
         waves=entry.waves,
         job_ids=tuple(sorted(set(entry.job_ids))),
         created_at=entry.created_at,

@@ -190,15 +190,17 @@ def decide(
 
 def launch_result(record: TransactionRecord) -> AttemptResult | None:
     """What a finished launch transaction proves about its attempt; None when it
-    launched (submitted or adopted: the job's end is for supervision to prove)."""
+    launched (submitted or adopted: the job's end is for supervision to prove).
+    Only a launch that sent no request proves its attempt (``NOT_SENT``)."""
     if record.state in (LaunchState.SUBMITTED, LaunchState.ADOPTED):
         return None
     if record.state is LaunchState.INTERRUPTED:
         return AttemptResult.UNKNOWN
     if record.launch_sequence == 0:  # no launch request was ever sent
         return AttemptResult.NOT_SENT
-    if record.state is LaunchState.TERMINAL_FAILURE:  # sent, and verified absent
-        return AttemptResult.FAILED
+    # A request was sent. Even a terminal failure whose name read absent once the request
+    # settled is not proof that no job exists (one read proves nothing, and the operator
+    # guide: any failure after a launch may have been issued remains recovery-required).
     return AttemptResult.UNKNOWN
 
 

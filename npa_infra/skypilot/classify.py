@@ -39,7 +39,9 @@ __all__ = [
     "strip_ansi",
 ]
 
-ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# ECMA-48 control sequences (CSI, with private and intermediate bytes), OSC strings ended by
+# BEL or ST (terminal titles, hyperlinks), and the other escapes (charset choices, ESC 7)
+ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[ -/]*[0-~]")
 CLUSTER_NOT_UP_LINE = "sky.exceptions.ClusterNotUpError: No in-progress managed jobs."
 # Lines the auto-started local API server prints on stdout, even with -o json (§1).
 _BANNER = (
@@ -107,6 +109,7 @@ _RULES: tuple[tuple[ErrorKind, re.Pattern[str]], ...] = (
 
 
 def strip_ansi(text: str) -> str:
+    """``text`` without terminal escape sequences (colour, cursor moves, titles, links)."""
     return ANSI.sub("", text)
 
 
@@ -250,6 +253,10 @@ def parse_queue(result: CommandResult) -> QueueResult:
         return QueueResult(QueueVerdict.UNAVAILABLE, (), kind, _detail(result))
     if kind is not ErrorKind.NONE:
         return QueueResult(QueueVerdict.UNAVAILABLE, (), kind, _detail(result))
+    if result.truncated:  # a part of an answer is never read as the whole of it
+        return QueueResult(
+            QueueVerdict.UNAVAILABLE, (), ErrorKind.UNKNOWN, "queue output too large to keep whole"
+        )
     rows = _find_json_list(strip_ansi(result.stdout))
     if rows is None:
         return QueueResult(
@@ -316,6 +323,8 @@ def parse_api_status(result: CommandResult) -> ApiStatusResult:
     kind = classify(result)
     if kind is not ErrorKind.NONE:
         return ApiStatusResult(False, (), kind, _detail(result))
+    if result.truncated:
+        return ApiStatusResult(False, (), ErrorKind.UNKNOWN, "api status output too large")
     rows = _find_json_list(strip_ansi(result.stdout))
     if rows is None:
         return ApiStatusResult(False, (), ErrorKind.UNKNOWN, "api status output holds no JSON list")

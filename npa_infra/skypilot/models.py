@@ -97,6 +97,7 @@ class CommandResult(NamedTuple):
     stdout: str
     stderr: str
     timed_out: bool = False
+    truncated: bool = False  # output was longer than what the runner keeps (runner.py)
 
 
 _IN_FLIGHT_ORDER = (

@@ -61,6 +61,7 @@ class _Journaled:
         timeout: float | None = None,
         on_started: Callable[[ChildIdentity], None] | None = None,
         on_line: Callable[[str], None] | None = None,
+        on_wait: Callable[[float], None] | None = None,
     ) -> CommandResult:
         self._journal.begin(self._step, list(argv))
         extras: dict[str, Callable[..., None]] = {}  # only what is asked for (SkyCli._run)
@@ -68,6 +69,8 @@ class _Journaled:
             extras["on_started"] = on_started
         if on_line is not None:
             extras["on_line"] = on_line
+        if on_wait is not None:
+            extras["on_wait"] = on_wait
         result = self._runner.run(argv, env=env, cwd=cwd, stdin=stdin, timeout=timeout, **extras)
         self._journal.end(self._step, result)
         self.last = result

@@ -5,10 +5,16 @@ environment, ANSI stripped and stderr classified by ``classify``. Job ids
 are never taken from launch output; cancels name exact ids only (never a
 name, never ``-a``). Secret values reach only the child's environment; argv
 carries names.
+
+Every call has a deadline (``call_timeout``, ``LAUNCH_TIMEOUT``, ...), after
+which its process group is killed and the answer is a timeout. Once a progress
+sink is given (``report_waits``), a call silent for a second says what is
+awaited and until when, and again every ``runner.WAIT_EVERY`` seconds.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -47,8 +53,12 @@ class SkyCli:
         api_port: int = port.API_PORT,
         check_ports: bool = True,
         port_check: port.PortChecker = port.check_port,
+        call_timeout: float = CALL_TIMEOUT,
+        progress: Callable[[str], None] | None = None,
     ) -> None:
         self.binary = binary
+        self.call_timeout = call_timeout  # queue, cancel, api status, logs --no-follow, down
+        self._progress = progress
         self.isolated = isolated
         self._base_env = dict(env)
         self._runner = runner or SubprocessRunner()
@@ -58,6 +68,25 @@ class SkyCli:
         self._ports_checked = False
 
     # -- plumbing --------------------------------------------------------
+    def report_waits(self, progress: Callable[[str], None] | None) -> None:
+        """Say on ``progress`` what each call waits for, and its deadline, while it waits."""
+        self._progress = progress
+
+    def _waiting(self, args: Sequence[str], timeout: float) -> Callable[[float], None] | None:
+        progress = self._progress
+        if progress is None:
+            return None
+        what = " ".join([*args[:2], *(a for a in args[2:] if a.isdigit())])  # command, job ids
+        ends = time.strftime("%H:%M:%S", time.localtime(time.time() + timeout))
+
+        def report(elapsed: float) -> None:
+            progress(
+                f"waiting for `sky {what}`: {elapsed:.0f} s so far, deadline {timeout:.0f} s "
+                f"(it is stopped at about {ends} if it has not answered)"
+            )
+
+        return report
+
     def environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         child = self.isolated.environment(self._base_env)
         if extra:
@@ -90,18 +119,24 @@ class SkyCli:
         *,
         extra_env: Mapping[str, str] | None = None,
         stdin: str | None = None,
-        timeout: float = CALL_TIMEOUT,
+        timeout: float | None = None,
         on_started: Callable[[ChildIdentity], None] | None = None,
         on_line: Callable[[str], None] | None = None,
+        report_wait: bool = True,
     ) -> CommandResult:
         env = self.environment(extra_env)
         self._guard_ports(env)
-        # only what is asked for: a runner that cannot gate or stream is never handed either
+        timeout = self.call_timeout if timeout is None else timeout
+        # only what is asked for: a runner that cannot gate, stream or report is never
+        # handed the callback
         gated: dict[str, Callable[..., None]] = {}
         if on_started is not None:
             gated["on_started"] = on_started
         if on_line is not None:
             gated["on_line"] = on_line
+        waiting = self._waiting(args, timeout) if report_wait else None
+        if waiting is not None:
+            gated["on_wait"] = waiting
         return self._runner.run(
             [str(self.binary), *args],
             env=env,
@@ -190,8 +225,11 @@ class SkyCli:
         args = ["jobs", "logs", "--follow" if follow else "--no-follow"]
         if controller:
             args.append("--controller")
-        timeout = FOLLOW_TIMEOUT if follow else CALL_TIMEOUT
-        return self._run([*args, str(job_id)], timeout=timeout, on_line=on_line)
+        timeout = FOLLOW_TIMEOUT if follow else None
+        # following a running job is waiting by design: only a one-shot read reports
+        return self._run(
+            [*args, str(job_id)], timeout=timeout, on_line=on_line, report_wait=not follow
+        )
 
     def down_controller(self) -> DownResult:
         """Tear down this directory's jobs controller, answering the ``delete`` prompt (§5.4)."""

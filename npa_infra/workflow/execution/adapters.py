@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from npa_infra import config as npa_config
 from npa_infra.workflow.target import stackbinding
-from npa_infra.workflow.target.services import Clock, Services
+from npa_infra.workflow.target.services import Clock, Services, silent
 
 if TYPE_CHECKING:
     from npa_infra.kube.base import KubeCluster
@@ -84,7 +84,8 @@ def gated_sky(
     sky_bin: str | None,
     on_warning: Callable[[Advisory], None] | None = None,
 ) -> SkyPilot:
-    """``given.sky`` on ``isolated``, behind the drift gate (``skypilot.livegate``).
+    """``given.sky`` on ``isolated``, behind the drift gate (``skypilot.livegate``) and the
+    seam that cleans its text (``skypilot.redaction``: ANSI removed, secret values masked).
 
     The adapter is only constructed before the gate; nothing runs. Each warning
     goes to ``on_warning`` and to ``given.progress``.
@@ -93,7 +94,7 @@ def gated_sky(
         SkyPilotDriftError: the binary's venv misses its pins, or another state
             directory's API server holds the port.
     """
-    from npa_infra.skypilot import livegate
+    from npa_infra.skypilot import livegate, redaction
 
     sky = given.sky(isolated, env, sky_bin)
     # the real binary is read against its pins; a double's is not, its ports its own
@@ -108,4 +109,7 @@ def gated_sky(
         if on_warning is not None:
             on_warning(advisory)
         given.progress(advisory.text())
-    return sky
+    report_waits = getattr(sky, "report_waits", None)  # the real SkyCli's: deadlines shown
+    if report_waits is not None and given.progress is not silent:
+        report_waits(given.progress)
+    return redaction.redacting(sky)  # SkyPilot's text enters npa clean (skypilot.redaction)

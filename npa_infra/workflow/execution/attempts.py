@@ -425,11 +425,10 @@ def attempt_name(base: str, attempt: int) -> str:
 def _reenter(record: TransactionRecord, clock: Clock) -> TransactionRecord:
     """Re-arm an unfinished or blocked record for ``--resume-run``.
 
-    A launch that failed with a terminal category after its absence was
-    verified stays as it is (sticky, runtime-reference.md §3
-    ``resume_block_terminal_or_legacy_absence``): retrying it cannot help until
-    the cause is fixed, and then a new run is the honest record.
+    A launch that failed with a terminal category after one absent read is looked
+    up again (its request re-checked, its exact name re-read): a job that appeared
+    is adopted. It is never relaunched (sticky, runtime-reference.md §3
+    ``resume_block_terminal_or_legacy_absence``): the terminal ``last_category``
+    is kept, so an absence read again ends it as before, still recovery-required.
     """
-    if record.state is LaunchState.TERMINAL_FAILURE and record.launch_sequence > 0:
-        return record
     return transaction.reenter(record, now=clock.now())

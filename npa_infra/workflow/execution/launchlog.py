@@ -9,6 +9,11 @@ sink is given (text mode), shown as ``sky| <line>``. The first line that
 ``runs.skyoutput`` recognises is said at once with its cause and remedy, and
 kept for the launch's classification and the result.
 
+A log never grows without bound: past ``LOG_BYTES`` it is rotated (the full
+file becomes ``<name>.1``, replacing an older one, and writing starts afresh),
+so one attempt's output takes at most twice that on disk however much SkyPilot
+prints, and npa keeps none of it in memory.
+
 A log that cannot be written is reported once and then skipped: the launch's
 identity is already journaled, and losing a copy of its output must not
 abandon it half way (faults.md, intent before every external mutation).
@@ -18,16 +23,16 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from npa_infra.runs import classifier, skyoutput
+from npa_infra.skypilot import classify
 
-__all__ = ["PREFIX", "LaunchLog", "log_path"]
+__all__ = ["LOG_BYTES", "PREFIX", "LaunchLog", "log_path"]
 
 PREFIX = "sky| "
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+LOG_BYTES = 8 * 1024 * 1024  # one part of a launch log; the previous part is kept as .1
 _MASK = "***"
 _MIN_SECRET = 4  # journal.guard.MIN_SECRET_LENGTH: shorter values would match ordinary text
 
@@ -56,6 +61,7 @@ class LaunchLog:
         self._secrets = sorted({s for s in secrets if len(s) >= _MIN_SECRET}, key=len, reverse=True)
         self._token_vars = token_vars
         self._fd: int | None = None
+        self._size = 0  # bytes in the open part
         self._broken = path is None
         self.written = False  # whether any line reached the file
 
@@ -97,22 +103,42 @@ class LaunchLog:
         text = raw
         for secret in self._secrets:
             text = text.replace(secret, _MASK)
-        text = _ANSI.sub("", text).replace("\r", "")
+        text = classify.strip_ansi(text).replace("\r", "")
         return classifier.redact(text, limit=len(text) + 1000)
 
     def _write(self, text: str) -> None:
         if self._broken:
             return
+        data = (text + "\n").encode("utf-8", errors="replace")
         try:
             if self._fd is None:
                 self._fd = _open(self.path)
-            os.write(self._fd, (text + "\n").encode("utf-8", errors="replace"))
+                self._size = os.fstat(self._fd).st_size
+            if self._size and self._size + len(data) > LOG_BYTES:
+                self._rotate()
+            os.write(self._fd, data)
+            self._size += len(data)
             self.written = True
         except OSError as exc:
             self._broken = True
             self.close()
             if self._progress is not None:
                 self._progress(f"warning: cannot write the launch log {self.path}: {exc.strerror}")
+
+    def _rotate(self) -> None:
+        """The full part becomes ``<name>.1`` (an older one goes); a fresh part starts.
+
+        Raises:
+            OSError: the rename or the new file failed.
+        """
+        assert self.path is not None and self._fd is not None  # only while a part is open
+        self.close()
+        os.replace(self.path, self.path.with_name(self.path.name + ".1"))
+        self._fd = _open(self.path)
+        note = (
+            f"# npa rotated this log at {LOG_BYTES} bytes: the part before is {self.path.name}.1\n"
+        )
+        self._size = os.write(self._fd, note.encode())
 
 
 def _open(path: Path | None) -> int:

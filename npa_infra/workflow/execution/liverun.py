@@ -174,11 +174,18 @@ def outcome_error(record: TransactionRecord, command: str) -> NpaError | None:
             details=details,
         )
     if record.state is LaunchState.TERMINAL_FAILURE:
+        # Sent, then read absent: not proof (the operator guide: any failure after a launch
+        # may have been issued remains recovery-required). The resume looks the name up
+        # again and adopts a job that appeared; after this failure it never relaunches.
         latest = record.category if record.last_category is Category.NONE else record.last_category
         fix = skyoutput.remedy_for(latest) or "fix the cause"  # a known install failure's own
-        return LaunchFailedError(
-            f"the launch failed and the job is verified absent: {reason}: {record.primary_error}",
-            remedy=f"{fix}, then submit a new run",
+        return UncertainOutcomeError(
+            f"the launch was sent and failed, and {record.job_name} read absent once its "
+            f"request settled (one read is not proof that no job exists): {reason}: "
+            f"{record.primary_error}",
+            remedy=f"rerun: {command} (it looks the job up again by its exact name and adopts "
+            f"it if it exists; it does not relaunch); once it stays absent, {fix} and submit "
+            "a new run",
             details=details,
         )
     return UncertainOutcomeError(

@@ -22,6 +22,8 @@ from npa_infra.projects.models import RunIdentity
 from npa_infra.runs import listing
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from npa_infra.journal.store import Journal
     from npa_infra.projects.models import Selection
     from npa_infra.workflow.target.services import Services
@@ -66,14 +68,16 @@ def list_runs(
     now = (services or Services()).clock.now()
     journal = Journal.open(home)
     try:
-        entries = _entries(journal, scope)
+        entries = _entries(journal, scope, home)
     finally:
         journal.close()
     found = listing.rows(entries, now=now, all_runs=all_runs, limit=limit)
     return RunList(runs=found.rows, omitted=found.omitted)
 
 
-def _entries(journal: Journal, scope: Selection | None) -> list[listing.RunEntry]:
+def _entries(journal: Journal, scope: Selection | None, home: Path) -> list[listing.RunEntry]:
+    from npa_infra.workflow.operations.runstatus import facts_of
+
     def admitted(stack: str | None, data: Mapping[str, object] | None) -> bool:
         return scope is None or scope.admits(RunIdentity.of(stack, data))
 
@@ -95,6 +99,7 @@ def _entries(journal: Journal, scope: Selection | None) -> list[listing.RunEntry
                 updated_at=run.updated_at,
                 waves=len(journal.waves(run.run_id)),
                 job_ids=tuple(ids),
+                holder=facts_of(home, run).holder,
             )
         )
     for plan in journal.plans():

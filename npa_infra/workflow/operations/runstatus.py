@@ -10,8 +10,12 @@ pending reason reported (kubernetes.md §6). A job that read does not list is
 unless the journal already holds its end. One run and all runs share that
 verification (``_verify``): ``--all`` costs one queue read, one pod list and
 one node list per (stack, context), never a read per job. A run id the journal
-holds only as a ``--plan-only`` plan is ``PLAN_ONLY``, with no read at all (and
-``--all`` never lists it: it launched nothing). Exit codes (``STATUS_EXIT_CODES``):
+holds only as a ``--plan-only`` plan is ``PLANNED``, with no read at all (and
+``--all`` never lists it: it launched nothing). The run's status is the one
+``runs.runview`` gives from the journal (and the run's lock: a ``LAUNCHING`` run
+whose process is gone is ``RECOVERY_REQUIRED``), the same ``list`` and ``submit``
+report; only an in-progress run (``runview.refinable``) is replaced by its jobs'
+verified answer, and every wave shows its job's. Exit codes (``STATUS_EXIT_CODES``):
 the README's one table, so a code means the same on every command (issue 17, which
 overrides cli.md §1.5's 3 and 4: 3 is "no Pulumi engine"); for ``--all`` the worst
 of the runs' codes (``worst_exit_code``).
@@ -26,11 +30,12 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from npa_infra import config as npa_config
 from npa_infra.projects.models import RunIdentity
-from npa_infra.runs import lifecycle
+from npa_infra.runs import lifecycle, runview
 from npa_infra.runs.lifecycle import RunStatus
 from npa_infra.skypilot.models import JobStatus, QueueResult, QueueVerdict
 from npa_infra.workflow.supervision import watch
@@ -62,14 +67,14 @@ STATUS_EXIT_CODES: dict[str, int] = {
     "NOT_FOUND": 1,
     "ABSENT": 1,  # a launched job the controller no longer knows: not in progress
     "CANCELLED": 1,
-    "BLOCKED": 1,
     "VERIFICATION_UNAVAILABLE": 2,
     # some jobs' answers are not proven (or a job is degraded): not a definite failure
     "PARTIAL": 2,
     "DEGRADED": 2,
-    # a proven answer (nothing was launched) and nothing failed
-    "NOT_SUBMITTED": 0,
-    "PLAN_ONLY": 0,
+    # the run's journal words (runs.runview, one table with submit and list)
+    RunStatus.RECOVERY_REQUIRED: 2,
+    RunStatus.ROLLED_BACK: 0,  # a proven answer: nothing was launched
+    RunStatus.PLANNED: 0,
 }
 # ``status --all``'s ``status`` field, from its exit code (every --json object has one)
 _ALL_STATUS = {0: "ok", 1: "failed", 2: "unproven"}
@@ -123,6 +128,8 @@ class StatusReport:
     detail: str = ""
     budgets: dict[str, dict[str, Any]] | None = None
     warnings: list[dict[str, str]] = field(default_factory=list)  # the drift gate's advisories
+    # whether SkyPilot's verified answer may replace the journal's status (runs.runview)
+    refinable: bool = field(default=True, repr=False)
 
     @property
     def sky_job_ids(self) -> list[int]:
@@ -153,16 +160,6 @@ class StatusReport:
             "detail": self.detail,
             "warnings": self.warnings,
         }
-
-
-def _journal_status(run_status: str) -> str | None:
-    """A run whose journal status already decides the answer, without SkyPilot."""
-    decided: dict[str, str] = {
-        RunStatus.ROLLED_BACK: "NOT_SUBMITTED",
-        RunStatus.PLANNED: "NOT_SUBMITTED",
-        RunStatus.RECOVERY_REQUIRED: "BLOCKED",
-    }
-    return decided.get(run_status)
 
 
 @dataclass(slots=True)
@@ -211,8 +208,9 @@ def run_status(
         if scope is not None and not scope.admits(RunIdentity.of(run.stack, run.data)):
             detail = f"run {run_id} is not of {scope.describe()} (its stack: {run.stack or 'none'})"
             return StatusReport(run_id, None, "NOT_FOUND", None, None, detail=detail)
-        report = _from_journal(journal, run)
-        if not _settled(report, run, cached):
+        facts = facts_of(home, run)
+        report = _from_journal(journal, run, facts)
+        if not _settled(report, facts, cached):
             _verify_group([report], env, services, run)
         return report
     finally:
@@ -220,7 +218,7 @@ def run_status(
 
 
 def _plan_status(journal: Journal, run_id: str, scope: Selection | None) -> StatusReport:
-    """A run id the journal knows only as a ``--plan-only`` plan: ``PLAN_ONLY``, no SkyPilot
+    """A run id the journal knows only as a ``--plan-only`` plan: ``PLANNED``, no SkyPilot
     call (nothing was launched); unknown otherwise, as a run of another scope is."""
     plan = journal.get_plan(run_id)
     if plan is None:
@@ -231,7 +229,7 @@ def _plan_status(journal: Journal, run_id: str, scope: Selection | None) -> Stat
     return StatusReport(
         run_id,
         plan.workflow,
-        "PLAN_ONLY",
+        runview.run_status(runview.RunFacts(plan.status, plan_only=True)),
         "PLAN_ONLY",
         plan.mode,
         updated_at=plan.updated_at,
@@ -264,9 +262,10 @@ def all_status(
                 continue
             if scope is not None and not scope.admits(RunIdentity.of(run.stack, run.data)):
                 continue
-            report = _from_journal(journal, run)
+            facts = facts_of(home, run)
+            report = _from_journal(journal, run, facts)
             result.runs.append(report)
-            if not _settled(report, run, cached):
+            if not _settled(report, facts, cached):
                 key = (
                     run.stack or "",
                     _context(run),
@@ -324,18 +323,35 @@ def _context(run: RunRow) -> str:
     return str((run.data or {}).get("context") or "")
 
 
-def _from_journal(journal: Journal, run: RunRow) -> StatusReport:
+def facts_of(home: Path, run: RunRow) -> runview.RunFacts:
+    """What the journal and the run's lock say about ``run`` (``runs.runview``'s input)."""
+    from npa_infra.journal import lock
+
+    holder = runview.Holder.UNKNOWN
+    if run.status == RunStatus.LAUNCHING:  # only then does the holder change the answer
+        holder = lock.holder_state(lock.lock_path(home, run.stack or None, run.run_id))
+    return runview.RunFacts(run.status, holder=holder)
+
+
+def _from_journal(journal: Journal, run: RunRow, facts: runview.RunFacts) -> StatusReport:
     """The run as the journal knows it: waves, attempts, budgets used and left, last blockers."""
+    status = runview.run_status(facts)
     report = StatusReport(
         run.run_id,
         run.workflow,
-        run.status,
+        status,
         run.lifecycle_state,
         run.mode,
         transactions=[t.record for t in journal.transactions(run.run_id)],
         updated_at=run.updated_at,
-        remedy=shlex.join(run.resume_argv) if run.status == RunStatus.RECOVERY_REQUIRED else "",
+        remedy=shlex.join(run.resume_argv) if status == RunStatus.RECOVERY_REQUIRED else "",
+        refinable=runview.refinable(facts),
     )
+    if status != run.status:  # its process is gone before it recorded an outcome
+        report.detail = (
+            f"the journal says {run.status}, but no process holds the run any more: "
+            "a launch may have been sent; continue it with the remedy's command"
+        )
     events = journal.events(run.run_id)
     budgets = {
         f"{w.wave_index:02d}": _budget(w.wave_index, dict(w.budgets), events)
@@ -421,14 +437,16 @@ def _last_blocker(
     return {**{k: body.get(k) for k in keys}, "at": at}
 
 
-def _settled(report: StatusReport, run: RunRow, cached: bool) -> bool:
-    """True when the answer needs no SkyPilot read (journal decides, cached, nothing launched)."""
-    decided = _journal_status(run.status)
-    if decided is None and not cached and any(w["job_id"] for w in report.waves):
-        return False
-    report.status = decided or ("NOT_SUBMITTED" if not report.sky_job_ids else run.status)
-    report.queue_state = "not_read"
-    return True
+def _settled(report: StatusReport, facts: runview.RunFacts, cached: bool) -> bool:
+    """True when the answer needs no SkyPilot read: cached, no job id to verify, or a run
+    whose journal status no read changes (``runs.runview``) and that holds no job id."""
+    if cached or not any(w["job_id"] for w in report.waves):
+        report.queue_state = "not_read"
+        return True
+    if facts.status in (RunStatus.RECOVERY_REQUIRED, RunStatus.ROLLED_BACK):
+        report.queue_state = "not_read"  # the journal decides; resume is what reads again
+        return True
+    return False
 
 
 def _verify_group(
@@ -459,11 +477,10 @@ def _verify(reports: list[StatusReport], queue: QueueResult, cluster: KubeCluste
     """Each job by exact id and name against one queue read; pending jobs' pods read once."""
     if queue.verdict is QueueVerdict.UNAVAILABLE:
         for report in reports:
-            report.status, report.queue_state = (
-                "VERIFICATION_UNAVAILABLE",
-                "unreadable_or_unverified",
-            )
-            report.detail = queue.detail
+            report.queue_state = "unreadable_or_unverified"
+            if report.refinable:
+                report.status = "VERIFICATION_UNAVAILABLE"
+                report.detail = queue.detail
         return
     waiting: list[tuple[dict[str, Any], list[QueueRecord]]] = []
     for report in reports:
@@ -476,7 +493,8 @@ def _verify(reports: list[StatusReport], queue: QueueResult, cluster: KubeCluste
             if _verify_wave(wave, rows, queue):
                 waiting.append((wave, rows))
             statuses.append(wave["sky_status"])
-        report.status = _aggregate(statuses, report.mode)
+        if report.refinable and statuses:  # a settled run keeps its journal status (runview)
+            report.status = _aggregate(statuses, report.mode)
     if waiting:
         _diagnose(waiting, cluster)
 

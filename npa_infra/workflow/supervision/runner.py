@@ -13,15 +13,23 @@ mutation and the outcome after it, so a crash at any line leaves a run that
 
 from __future__ import annotations
 
+import contextlib
 import shlex
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from npa_infra import config as npa_config
-from npa_infra.errors import InvariantError, NpaError, RunStateError, UsageError
+from npa_infra.errors import (
+    InvariantError,
+    NpaError,
+    RunStateError,
+    UncertainOutcomeError,
+    UsageError,
+)
 from npa_infra.kube.sharedpods import SharedPods
-from npa_infra.runs.lifecycle import RunStatus
-from npa_infra.skypilot import livegate
+from npa_infra.runs.lifecycle import RunStatus, lifecycle_state
+from npa_infra.skypilot import livegate, redaction
 from npa_infra.skypilot.sharedqueue import SharedQueue
 from npa_infra.workflow.execution import adapters, attempts
 from npa_infra.workflow.execution.launcher import LaunchDriver
@@ -79,6 +87,9 @@ def execute(
         or (request.stack.isolated_config_dir if request.stack else None),
         on_warning=lambda advisory: warned.append(advisory.to_json()),
     )
+    # every answer of SkyPilot masks the run's secret values before the journal sees it:
+    # the guard refuses a secret as a bug, never as SkyPilot echoing one (skypilot.redaction)
+    sky = redaction.redacting(sky, secrets.values())
     command = resume_command(request.invocation, request.run_id)
     journal = Journal.open(home, secret_values=secrets.values())
     try:
@@ -97,61 +108,95 @@ def execute(
             run_lock.RunLock(home, request.stack_name, request.run_id, argv=argv, now=clock.now()),
         ):
             _open_run(journal, request, command, clock.now(), context, secrets, str(isolated.root))
-            _stage_source(journal, request, clock)
-            # issue 19: one shared queue for the launch lookups and the supervision ticks
-            shared_queue = SharedQueue(sky, isolated.root / "supervision", clock.now)
-            driver = LaunchDriver(
-                sky,
-                journal,
-                clock,
-                cluster=cluster,
-                readiness=given.readiness,
-                progress=given.progress,
-                state_dir=isolated.root,
-                home=str(home),
-                token_vars=livegate.token_vars(env),
-                shared_queue=shared_queue if request.mode == "runtime" else None,
-                tick=float(dict(request.extra.get("poll") or {}).get("interval", 30.0)),
-                held_since=clock.now(),  # inside both run locks
-            )
-            result = waves.run_waves(
-                request,
-                journal=journal,
-                driver=driver,
-                sky=sky,
-                clock=clock,
-                # decision artifacts live with the stack's bucket, on its endpoint
-                store=lambda: given.store(
-                    request.stack.s3_endpoint or None if request.stack else None
-                ),
-                cluster=cluster,
-                progress=given.progress,
-                shared_queue=shared_queue,
-                shared_pods=SharedPods(cluster, isolated.root / "supervision", clock.now),
-                launch=lambda job, wave_index, new_attempt=False, exports=None: (
-                    attempts.launch_wave(
-                        request,
-                        journal,
-                        driver,
-                        sky,
-                        clock,
-                        isolated,
-                        job,
-                        wave_index,
-                        infra=f"k8s/{context}",
-                        secrets=secrets,
-                        command=command,
-                        new_attempt=new_attempt,
-                        exports=exports,
-                    )
-                ),
-            )
-            result.warnings = warned
-            result.launch_logs = driver.launch_logs
-            result.known_failures = [known.to_json() for known in driver.known_failures]
-            return result
+            with _fails_closed(journal, request.run_id, command, clock):
+                _stage_source(journal, request, clock)
+                # issue 19: one shared queue for the launch lookups and the supervision ticks
+                shared_queue = SharedQueue(sky, isolated.root / "supervision", clock.now)
+                driver = LaunchDriver(
+                    sky,
+                    journal,
+                    clock,
+                    cluster=cluster,
+                    readiness=given.readiness,
+                    progress=given.progress,
+                    state_dir=isolated.root,
+                    home=str(home),
+                    token_vars=livegate.token_vars(env),
+                    shared_queue=shared_queue if request.mode == "runtime" else None,
+                    tick=float(dict(request.extra.get("poll") or {}).get("interval", 30.0)),
+                    held_since=clock.now(),  # inside both run locks
+                )
+                result = waves.run_waves(
+                    request,
+                    journal=journal,
+                    driver=driver,
+                    sky=sky,
+                    clock=clock,
+                    # decision artifacts live with the stack's bucket, on its endpoint
+                    store=lambda: given.store(
+                        request.stack.s3_endpoint or None if request.stack else None
+                    ),
+                    cluster=cluster,
+                    progress=given.progress,
+                    shared_queue=shared_queue,
+                    shared_pods=SharedPods(cluster, isolated.root / "supervision", clock.now),
+                    launch=lambda job, wave_index, new_attempt=False, exports=None: (
+                        attempts.launch_wave(
+                            request,
+                            journal,
+                            driver,
+                            sky,
+                            clock,
+                            isolated,
+                            job,
+                            wave_index,
+                            infra=f"k8s/{context}",
+                            secrets=secrets,
+                            command=command,
+                            new_attempt=new_attempt,
+                            exports=exports,
+                        )
+                    ),
+                )
+                result.warnings = warned
+                result.launch_logs = driver.launch_logs
+                result.known_failures = [known.to_json() for known in driver.known_failures]
+                return result
     finally:
         journal.close()
+
+
+@contextmanager
+def _fails_closed(journal: Journal, run_id: str, command: str, clock: Clock) -> Iterator[None]:
+    """An unexpected error once the run is journaled ends it recovery-required, exit 2.
+
+    A launch may have been sent by then, so a bug or an environment failure (an
+    ``InvariantError``, an ``OSError``) is not a definite failure: it becomes an
+    ``UncertainOutcomeError`` whose remedy is the run's ``--resume-run`` command,
+    and the run is marked ``RECOVERY_REQUIRED`` when the journal still takes the
+    write (otherwise its released lock tells readers the same, ``runs.runview``).
+    Expected errors pass unchanged: each says what it proved.
+    """
+    try:
+        yield
+    except NpaError:
+        raise
+    except Exception as exc:
+        kind = type(exc).__name__
+        with contextlib.suppress(Exception):  # the journal may be what failed
+            journal.update_run(
+                run_id,
+                status=RunStatus.RECOVERY_REQUIRED,
+                lifecycle_state=lifecycle_state(RunStatus.RECOVERY_REQUIRED),
+                now=clock.now(),
+            )
+        raise UncertainOutcomeError(
+            f"run {run_id} stopped on an unexpected {kind} after it was journaled; a launch "
+            "may have been sent, so its outcome is not proven",
+            remedy=f"rerun the identical command: {command} (never a new run id, never a "
+            "cancel by name); if it stops here again, rerun with --debug and report it",
+            details={"run_id": run_id, "cause": kind},
+        ) from exc
 
 
 def _open_run(

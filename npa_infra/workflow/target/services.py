@@ -96,11 +96,18 @@ def open_engine(settings: RunnerSettings) -> StackEngine:
     return api.open_engine(settings)
 
 
-def open_sky(isolated: IsolatedDir, env: Mapping[str, str], sky_bin: str | None) -> SkyPilot:
+def open_sky(
+    isolated: IsolatedDir,
+    env: Mapping[str, str],
+    sky_bin: str | None,
+    *,
+    progress: Callable[[str], None] | None = None,
+) -> SkyPilot:
     """``sky`` of ``--sky-bin``, the configuration or the pinned venv, on ``isolated``.
 
     Nothing runs here; the caller puts the drift gate (``skypilot.livegate``) on
-    the adapter's ``binary`` before its first call.
+    the adapter's ``binary`` before its first call. With ``progress`` (``with_progress``),
+    a call that keeps npa waiting says what it waits for and its deadline.
 
     Raises:
         ConfigError: no binary is configured at any of those places.
@@ -109,7 +116,8 @@ def open_sky(isolated: IsolatedDir, env: Mapping[str, str], sky_bin: str | None)
     from npa_infra.skypilot.skycli import SkyCli
 
     binary = resolve.resolve_binary(sky_bin, env, npa_config.load_config(env))
-    return SkyCli(binary.path, isolated, env, check_ports=False)  # the gate checks them
+    # the gate checks the ports
+    return SkyCli(binary.path, isolated, env, check_ports=False, progress=progress)
 
 
 def open_cluster(kubeconfig: Path, context: str) -> KubeCluster:
@@ -219,4 +227,17 @@ class Services:
 
     def real_sky(self) -> bool:
         """Whether ``sky`` is the real SkyPilot, whose binary the drift gate reads."""
-        return self.sky is open_sky
+        return self.sky is open_sky or getattr(self.sky, "func", None) is open_sky
+
+    def with_progress(
+        self, progress: Callable[[str], None] | None, *, waits: Callable[[str], None] | None
+    ) -> Services:
+        """These services with ``progress`` (when given), and a real ``sky`` that says on
+        ``waits`` what each call waits for and its deadline (``SkyCli.report_waits``)."""
+        import dataclasses
+        import functools
+
+        sky = self.sky
+        if waits is not None and self.real_sky():
+            sky = functools.partial(open_sky, progress=waits)
+        return dataclasses.replace(self, progress=progress or self.progress, sky=sky)

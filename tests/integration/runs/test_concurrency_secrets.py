@@ -111,3 +111,72 @@ def test_journal_refuses_a_secret_value_in_any_record(world: World, tmp_path: Pa
         assert CANARY_VALUE not in str(info.value)
     finally:
         journal.close()
+
+
+def _npa(world: World, *args: str) -> tuple[int, str, str]:
+    from typer.testing import CliRunner
+
+    from npa_infra.cli.main import app
+
+    result = CliRunner().invoke(
+        app, ["workbench", "workflow", *args], obj=world.services(), env=world.env
+    )
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _written_by_npa(world: World) -> bytes:
+    """Every file but the simulator's own (its state, and the fault rule holding the echo)."""
+    theirs = (world.state_dir, Path(world.env["SKYSIM_FAULTS"]))
+    blobs = []
+    for path in world.root.rglob("*"):
+        ours = not any(path == p or p in path.parents for p in theirs)
+        if ours and path.is_file() and not path.is_symlink():
+            blobs.append(path.read_bytes())
+    return b"\n".join(blobs)
+
+
+# no "TOKEN=" before the value: the credential patterns (runs.classifier.redact) would mask it
+# anyway, and the test is about the value itself wherever it stands
+_ECHO = f"RuntimeError: task env rejected: the value {CANARY_VALUE} (\x1b[31mcheck it\x1b[0m)"
+
+
+@pytest.mark.parametrize(
+    ("rule", "code", "status"),
+    [
+        ({"action": "accept_then_fail", "stderr": _ECHO}, 0, "SUBMITTED"),
+        ({"action": "fail", "stderr": _ECHO}, 2, "RECOVERY_REQUIRED"),
+        ({"action": "request_fails", "stderr": _ECHO}, 2, "RECOVERY_REQUIRED"),
+    ],
+    ids=["job-created", "refused", "request-failed"],
+)
+def test_canary_secret_echoed_by_sky_is_redacted_and_the_submit_ends_normally(
+    world: World, rule: dict[str, object], code: int, status: str
+) -> None:
+    """A launch error that echoes a secret value: redacted where SkyPilot's text enters npa,
+    so the journal's guard never trips and the run ends as the fault says (issue 24 item 5)."""
+    world.env[CANARY_NAME] = CANARY_VALUE
+    world.faults({"command": "jobs.launch", "nth": 1, **rule})
+    submit = [str(MINIMAL), "--infra", "k8s/fake-a", "--no-resolve-accelerators"]
+    submit += ["--no-preflight-images", "--secret-env", CANARY_NAME, "--run-id", "echo-1"]
+    got, out, err = _npa(world, "submit", *submit)
+    assert got == code, err
+    assert "InvariantError" not in err and "unexpected" not in err
+    if code == 2:  # the launch may exist: the exact command that continues the run
+        assert "--resume-run echo-1" in err
+        assert "\x1b[" not in err  # SkyPilot's colour codes stay out of npa's messages
+    outputs = [out, err]
+    for args in (["status", "echo-1", "--json"], ["status", "echo-1", "--cached", "--json"]):
+        outputs.append(_npa(world, *args)[1])
+    listed = _npa(world, "list", "--json")[1]
+    outputs.append(listed)
+    live, cached = (json.loads(text) for text in outputs[2:4])
+    [row] = json.loads(listed)["runs"]
+    assert row["status"] == cached["status"] == status  # one status, status and list alike
+    if code == 2:
+        assert live["status"] == status and live["remedy"].endswith("--resume-run echo-1")
+    else:
+        assert live["sky_job_ids"] == row["job_ids"] != []
+    assert all(CANARY_VALUE not in text for text in outputs)
+    assert CANARY_VALUE.encode() not in _written_by_npa(world)  # journal, WAL, launch logs
+    logs = list((world.home / "logs").rglob("*launch.log"))
+    assert logs and any(b"<redacted>" in log.read_bytes() for log in logs)

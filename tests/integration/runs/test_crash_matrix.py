@@ -4,7 +4,8 @@ For each failure mode the scenario runs once to enumerate its journal steps;
 then, for every step N, a fresh world runs the same submit in a child killed
 right after write N, and ``--resume-run`` finishes it. Invariants: never two
 provider jobs for one attempt name; the resumed run ends in a definite state
-(submitted/adopted, or a verified-absent failure for terminal faults); and the
+(submitted/adopted), or recovery-required for a terminal fault after a launch was
+sent (one absent read is not proof, the operator guide); and the
 run is never lost (the journal knows it after any crash past its creation).
 """
 
@@ -51,7 +52,8 @@ MODES: list[tuple[str, list[dict[str, Any]], set[int]]] = [
         [{"command": "jobs.launch", "nth": 1, "action": "delay_appearance", "queue_calls": 2}],
         {0},
     ),
-    ("auth-refused", [{"command": "jobs.launch", "action": "fail", "kind": "auth"}], {1}),
+    # sent, then read absent: recovery-required, never FAILED (the operator guide)
+    ("auth-refused", [{"command": "jobs.launch", "action": "fail", "kind": "auth"}], {2}),
     (
         "queue-unreadable-once",
         [{"command": "jobs.queue", "nth": 2, "action": "fail", "kind": "unknown"}],

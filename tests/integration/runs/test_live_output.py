@@ -176,14 +176,19 @@ def test_submit_pod_config_loop_named_at_once_bootstrap_remedy_permanent(world: 
     result = pipeline.submit(
         MINIMAL, world.options(run_id="pod-1"), env=world.env, services=services
     )
-    assert result.exit_code == 1, result.to_json()  # type: ignore[union-attr]
+    # sent, then read absent: recovery-required, never FAILED (the operator guide)
+    assert result.exit_code == 2, result.to_json()  # type: ignore[union-attr]
     payload = result.to_json()  # type: ignore[union-attr]
     sky_line = lines.index(f"sky| {POD_CONFIG}")
     assert lines[sky_line + 1].startswith("Recognised: SkyPilot's venv has a kubernetes client")
     assert lines[sky_line + 2] == "Hint: npa skypilot bootstrap"
     assert payload["known_failure"]["cause"] == "kubernetes_client_pod_config"
     assert payload["launch_transaction"]["category"] == Category.SKYPILOT_VENV.value
-    assert payload["error"]["remedy"] == "npa skypilot bootstrap, then submit a new run"
+    remedy = payload["error"]["remedy"]
+    assert (
+        remedy.startswith("rerun: npa workbench workflow submit") and "--resume-run pod-1" in remedy
+    )
+    assert remedy.endswith("once it stays absent, npa skypilot bootstrap and submit a new run")
     assert '"category": "schema"' not in json.dumps(payload["launch_transactions"])
     assert len(_launches(world)) == 1  # permanent: never retried
     assert world.jobs_named("pod-1") == []
@@ -200,10 +205,10 @@ def test_submit_failed_request_log_pod_config_recognised_from_api_logs(world: Wo
         MINIMAL, world.options(run_id="pod-2"), env=world.env, services=services
     )
     payload = result.to_json()  # type: ignore[union-attr]
-    assert result.exit_code == 1, payload  # type: ignore[union-attr]
+    assert result.exit_code == 2, payload  # type: ignore[union-attr]
     assert f"sky| {POD_CONFIG}" in lines and "Hint: npa skypilot bootstrap" in lines
     assert payload["launch_transaction"]["category"] == Category.SKYPILOT_VENV.value
-    assert payload["error"]["remedy"].startswith("npa skypilot bootstrap")
+    assert "npa skypilot bootstrap and submit a new run" in payload["error"]["remedy"]
     assert POD_CONFIG in Path(payload["launch_log"]).read_text()
 
 

@@ -61,18 +61,42 @@ def test_submit_accepted_then_transport_error_adopts_the_one_job(world: World) -
     assert _launches(world) == 1
 
 
-def test_submit_auth_refusal_never_retries_and_exits_1(world: World) -> None:
+def test_submit_auth_refusal_sent_then_absent_is_recovery_required_never_failed(
+    world: World,
+) -> None:
+    # the operator guide: any failure after a launch may have been issued remains
+    # recovery-required; one absent read is not proof that no job exists
     world.faults({"command": "jobs.launch", "action": "fail", "kind": "auth"})
     result = world.submit(MINIMAL, run_id="auth-1")
     tx = result.transactions[-1]
-    assert result.exit_code == 1
+    assert (result.exit_code, result.status) == (2, "RECOVERY_REQUIRED")
     assert (tx["state"], tx["recovery_decision"]) == (
         "terminal_failure",
         "verified_absent_no_retry",
     )
     assert tx["category"] == "auth"
     assert tx["launch_sequence"] == 1
+    assert result.error is not None and "--resume-run auth-1" in result.error.remedy
     assert _launches(world) == 0
+    assert world.status("auth-1").status == "RECOVERY_REQUIRED"
+    # the resume looks the name up again; after a terminal failure it never relaunches
+    launches = [c for c in world.sim_calls() if c[:2] == ["jobs", "launch"]]
+    again = world.submit(MINIMAL, resume_run="auth-1")
+    assert (again.exit_code, again.status) == (2, "RECOVERY_REQUIRED")
+    assert [c for c in world.sim_calls() if c[:2] == ["jobs", "launch"]] == launches
+    assert again.transactions[-1]["reconciliations"][-1]["state"] == "absent"
+
+
+def test_submit_terminal_failure_resume_adopts_a_job_that_appeared(world: World) -> None:
+    world.faults({"command": "jobs.launch", "nth": 1, "action": "fail", "kind": "rbac"})
+    first = world.submit(MINIMAL, run_id="late-1")
+    assert (first.exit_code, first.status) == (2, "RECOVERY_REQUIRED")
+    name = first.transactions[-1]["job_name"]
+    _launch_out_of_band(world, name)  # the job the failed launch "did not" create shows up
+    resumed = world.submit(MINIMAL, resume_run="late-1")
+    assert resumed.exit_code == 0, resumed.to_json()
+    assert resumed.transactions[-1]["state"] == "adopted"
+    assert resumed.job_id == world.jobs_named(name)[0]["job_id"]
 
 
 def test_submit_unreadable_first_queue_is_a_no_op_rollback_that_blocks_nothing(
@@ -177,11 +201,11 @@ def test_submit_async_request_failed_transiently_is_retried_after_it_settles(wor
     assert _launches(world) == 1
 
 
-def test_submit_async_request_failed_on_auth_is_verified_absent_no_retry(world: World) -> None:
+def test_submit_async_request_failed_on_auth_is_recovery_required(world: World) -> None:
     world.faults({"command": "jobs.launch", "nth": 1, "action": "request_fails", "kind": "rbac"})
     result = world.submit(MINIMAL, run_id="reqfail-2")
     tx = result.transactions[-1]
-    assert result.exit_code == 1
+    assert (result.exit_code, result.status) == (2, "RECOVERY_REQUIRED")
     assert (tx["state"], tx["recovery_decision"]) == (
         "terminal_failure",
         "verified_absent_no_retry",

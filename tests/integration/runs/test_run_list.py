@@ -1,7 +1,7 @@
 """``workflow list`` and plan-only runs through the CLI, against the simulator (issue 17).
 
 ``list`` reads the journal only (no ``sky`` call at all). Plan-only runs are
-journaled as plans: listed as ``plan-only``, ``PLAN_ONLY`` to ``status``, a no-op
+journaled as plans: listed as ``plan-only``, ``PLANNED`` to ``status`` too, a no-op
 to ``cancel``, never active to the teardown gate.
 """
 
@@ -230,7 +230,7 @@ def test_plan_only_run_is_found_by_status_cancel_is_a_no_op_gate_ignores_it(
     code, stdout, _ = _npa(world, "status", "po-1", "--json")
     status: dict[str, Any] = json.loads(stdout)
     assert (status["status"], status["lifecycle_state"], status["sky_job_ids"]) == (
-        "PLAN_ONLY",
+        "PLANNED",  # one status with list and submit --plan-only (runs.runview)
         "PLAN_ONLY",
         [],
     )

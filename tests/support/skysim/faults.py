@@ -23,6 +23,10 @@ Actions and their parameters:
   (``stdout``, the default, or ``stderr``) when the call reaches the server, before
   any ``hang``: with a ``hang`` on ``release_fifo`` the call then waits, so a test
   can see those lines while the call is still running.
+- ``flood``: print ``bytes`` of filler in lines of ``width`` characters (default
+  1 MiB of 4096) on ``stream`` (``stdout``, the default, or ``stderr``) when the
+  call reaches the server, before any ``hang`` or ``fail`` (a flood of output
+  whose memory cost a test measures).
 - ``garbage``: print ``stdout`` (unreadable text) and ``stderr``, exit ``exit``
   (default 0), without acting.
 - ``preamble``: print the local-server banner (§1) before the answer.

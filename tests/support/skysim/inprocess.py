@@ -57,6 +57,7 @@ class InProcessRunner:
         timeout: float | None = None,
         on_started: Callable[[ChildIdentity], None] | None = None,  # no child: nothing to record
         on_line: Callable[[str], None] | None = None,  # handed every line once the call ends
+        on_wait: Callable[[float], None] | None = None,  # never waited for: never called
     ) -> CommandResult:
         from tests.support.skysim import main
 

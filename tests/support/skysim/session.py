@@ -138,6 +138,9 @@ class Session:
             for line in say.get("lines", []):
                 stream.write(f"{line}\n")
                 stream.flush()
+        flood = self.rule("flood")
+        if flood is not None:
+            _flood(flood)
         hang = self.rule("hang")
         if hang is not None and not hang.get("after_accept"):
             _hang(hang)
@@ -167,6 +170,21 @@ class Session:
         else:
             state["controllers"].pop(self.user, None)
             state["jobs"] = [j for j in state["jobs"] if j["user_hash"] != self.user]
+
+
+def _flood(rule: faults.Rule) -> None:
+    """Print ``bytes`` of filler in lines of ``width`` characters on ``stream`` (stdout)."""
+    stream = sys.stderr if rule.get("stream") == "stderr" else sys.stdout
+    total, width = int(rule.get("bytes", 1 << 20)), max(int(rule.get("width", 4096)), 2)
+    line = ("x" * (width - 1) + "\n").encode("ascii")
+    out = stream.buffer
+    block = line * max(1, (1 << 20) // width)  # about a MiB per write
+    written = 0
+    while written + len(block) <= total:
+        out.write(block)
+        written += len(block)
+    out.write(line * ((total - written) // width))
+    out.flush()
 
 
 def _hang(rule: faults.Rule) -> None:

@@ -156,10 +156,10 @@ def test_status_all_project_bound_to_stack_lists_only_its_runs(
 
     result = npa(*WF, "status", "--all", "--cached", "-p", "team", "--json")
 
-    assert result.exit_code == 0, result.stderr  # a run with no attempt yet: NOT_SUBMITTED
+    assert result.exit_code == 0, result.stderr  # the journal's status: no job to verify
     payload = json.loads(result.stdout)
     assert set(payload) == {"status", "runs", "queue_state"}
-    assert (payload["status"], payload["runs"][0]["status"]) == ("ok", "NOT_SUBMITTED")
+    assert (payload["status"], payload["runs"][0]["status"]) == ("ok", "RUNNING")
     assert [r["run_id"] for r in payload["runs"]] == ["r-prod"]
 
 

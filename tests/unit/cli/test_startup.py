@@ -241,5 +241,5 @@ def test_status_of_planned_run_fresh_interpreter_loads_no_heavy_module(tmp_path:
     result = _run_child(_CLI_CHILD, tmp_path, "workbench", "workflow", "status", "light-2", env=env)
 
     assert result["code"] == 0
-    assert "PLAN_ONLY" in str(result["stdout"])
+    assert "status: PLANNED" in str(result["stdout"])
     assert result["loaded"] == []

@@ -63,14 +63,15 @@ def test_worst_exit_code_ranks_1_then_2_then_0(codes: tuple[int, ...], worst: in
         ("PARTIAL", 2),
         ("DEGRADED", 2),
         ("VERIFICATION_UNAVAILABLE", 2),
-        ("NOT_SUBMITTED", 0),
-        ("PLAN_ONLY", 0),
+        ("ROLLED_BACK", 0),
+        ("PLANNED", 0),
+        ("RECOVERY_REQUIRED", 2),
         ("RUNNING", 0),
         ("FAILED_SETUP", 1),
         ("NOT_FOUND", 1),
     ],
-    ids=["partial", "degraded", "unverified", "not_submitted", "plan_only", "running", "failed",
-         "not_found"],
+    ids=["partial", "degraded", "unverified", "rolled_back", "planned", "recovery_required",
+         "running", "failed", "not_found"],
 )  # fmt: skip
 def test_status_exit_code_one_table_not_proven_2_never_3_or_4(status: str, code: int) -> None:
     # issue 17: 3 is "no Pulumi engine" on every command, so status keeps to 0, 1 and 2
@@ -81,11 +82,12 @@ def test_status_exit_code_one_table_not_proven_2_never_3_or_4(status: str, code:
     ("statuses", "code", "label"),
     [
         ((), 0, "ok"),
-        (("RUNNING", "PLAN_ONLY"), 0, "ok"),
+        (("RUNNING", "PLANNED"), 0, "ok"),
         (("RUNNING", "PARTIAL"), 2, "unproven"),
-        (("PARTIAL", "BLOCKED"), 1, "failed"),
+        (("RECOVERY_REQUIRED", "RUNNING"), 2, "unproven"),
+        (("PARTIAL", "CANCELLED"), 1, "failed"),
     ],
-    ids=["none", "all_ok", "partial", "blocked"],
+    ids=["none", "all_ok", "partial", "recovery_required", "cancelled"],
 )
 def test_all_status_report_status_field_follows_exit_code(
     statuses: tuple[str, ...], code: int, label: str

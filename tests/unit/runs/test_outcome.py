@@ -193,7 +193,7 @@ def test_decide_empty_plan_is_never_a_success() -> None:
         (LaunchState.INTERRUPTED, 0, R.UNKNOWN),
         (LaunchState.TERMINAL_FAILURE, 0, R.NOT_SENT),
         (LaunchState.TRANSIENT_API_FAILURE, 0, R.NOT_SENT),
-        (LaunchState.TERMINAL_FAILURE, 1, R.FAILED),
+        (LaunchState.TERMINAL_FAILURE, 1, R.UNKNOWN),  # sent, then read absent: not proof
         (LaunchState.INDETERMINATE, 1, R.UNKNOWN),
         (LaunchState.TRANSIENT_API_FAILURE, 2, R.UNKNOWN),
     ],

@@ -123,9 +123,9 @@ def _terminal(category: Category) -> transaction.TransactionRecord:
 @pytest.mark.parametrize(
     ("category", "remedy"),
     [
-        (Category.SKYPILOT_VENV, "npa skypilot bootstrap, then submit a new run"),
-        (Category.STALE_IAM_TOKEN, f"{drift.TOKEN_REMEDY}, then submit a new run"),
-        (Category.SCHEMA, "fix the cause, then submit a new run"),
+        (Category.SKYPILOT_VENV, "npa skypilot bootstrap and submit a new run"),
+        (Category.STALE_IAM_TOKEN, f"{drift.TOKEN_REMEDY} and submit a new run"),
+        (Category.SCHEMA, "fix the cause and submit a new run"),
     ],
     ids=["skypilot_venv", "stale_iam_token", "schema"],
 )
@@ -133,7 +133,10 @@ def test_outcome_error_terminal_failure_known_category_names_its_remedy(
     category: Category, remedy: str
 ) -> None:
     error = liverun.outcome_error(_terminal(category), "npa submit --resume-run r")
-    assert error is not None and error.remedy == remedy and error.exit_code == 1
+    # sent, then read absent: recovery-required (exit 2) with the resume command first
+    assert error is not None and error.exit_code == 2
+    assert error.remedy.startswith("rerun: npa submit --resume-run r ")
+    assert error.remedy.endswith(f"once it stays absent, {remedy}")
 
 
 def test_remedy_for_terminal_record_known_category_names_bootstrap() -> None:

@@ -212,3 +212,46 @@ def test_lines_any_chunking_same_lines_and_text(parts: list[str], data: st.DataO
     text = raw.decode().replace("\r\n", "\n").replace("\r", "\n")
     assert pipe.text() == text
     assert lines == text.splitlines()
+
+
+def test_lines_keep_start_and_bounded_tail_and_split_endless_lines() -> None:
+    """However much a pipe carries, what is kept is bounded; a gap is marked, never hidden."""
+    from npa_infra.skypilot import runner
+
+    pipe = runner._Lines(head=64, tail=256)
+    seen = 0
+    for index in range(2000):  # 2000 lines of 100 bytes, then one line without an end
+        seen += len(pipe.feed(f"{index:04d}".encode() + b"x" * 95 + b"\n"))
+        kept = len(pipe.head) + len(pipe.tail) + len(pipe._partial)
+        assert kept <= 64 + 2 * 256 + 100
+    endless = pipe.feed(b"y" * (3 * runner.LINE_BYTES + 5))
+    assert seen == 2000 and [len(part) for part in endless] == [runner.LINE_BYTES] * 3
+    assert pipe.close() == ["y" * 5]
+    text = pipe.text()
+    assert text.startswith("0000") and "bytes omitted]" in text and text.endswith("y" * 5)
+    assert pipe.dropped > 0 and len(text) < 64 + 256 + 100
+
+
+def test_run_whole_answer_past_its_limit_is_marked_truncated(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from npa_infra.skypilot import classify, runner
+
+    monkeypatch.setattr(runner, "WHOLE_TAIL_BYTES", 4096)
+    result = SubprocessRunner().run(
+        ["/bin/sh", "-c", "printf '['; head -c 600000 /dev/zero | tr '\\0' ' '; printf ']'"],
+        env=ENV,
+    )
+    assert result.truncated and len(result.stdout) < 4096 + runner.HEAD_BYTES + 200
+    assert classify.parse_queue(result).verdict.value == "unavailable"  # never a part as whole
+
+
+def test_run_silent_child_reports_its_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    from npa_infra.skypilot import runner
+
+    monkeypatch.setattr(runner, "WAIT_FIRST", 0.05)
+    waits: list[float] = []
+    result = SubprocessRunner().run(
+        ["/bin/sh", "-c", "exec /bin/sleep 600"], env=ENV, timeout=0.5, on_wait=waits.append
+    )
+    assert result.timed_out and waits and all(0.04 <= w <= 0.6 for w in waits)
