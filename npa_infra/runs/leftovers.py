@@ -205,14 +205,18 @@ def _job_stems(run_id: str) -> tuple[str, ...]:
 
 
 def job_may_be_runs(job_name: str, run_id: str) -> bool:
-    """Whether ``job_name`` may be a job of ``run_id``: it starts with the run's stem,
-    whole or followed by ``-``, or both share the first 50 characters (the stem was cut to
-    the 60-character limit). Generous on purpose: a false match only keeps a file."""
+    """Whether ``job_name`` may be a job of ``run_id`` (``plan.waves.job_name``): it starts
+    with the run's stem (or ``npa-`` and the stem, for a stem that does not start with a
+    letter), whole or followed by ``-``; or, where the naming rule cuts the stem or strips
+    its trailing dashes before a hash, with the stem's first 40 characters so stripped.
+    Generous on purpose: a false match only keeps a file."""
     for stem in _job_stems(run_id):
-        if job_name.startswith(stem) and job_name[len(stem) : len(stem) + 1] in ("", "-"):
-            return True
-        if len(stem) >= 50 and job_name[:50] == stem[:50]:
-            return True
+        for shown in (stem, f"npa-{stem}"):
+            if job_name.startswith(shown) and job_name[len(shown) : len(shown) + 1] in ("", "-"):
+                return True
+            kept = shown[:40].rstrip("-_")
+            if kept != shown and kept and job_name.startswith(kept):
+                return True
     return False
 
 

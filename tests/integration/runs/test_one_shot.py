@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -92,7 +93,8 @@ def test_submit_terminal_failure_resume_adopts_a_job_that_appeared(world: World)
     first = world.submit(MINIMAL, run_id="late-1")
     assert (first.exit_code, first.status) == (2, "RECOVERY_REQUIRED")
     name = first.transactions[-1]["job_name"]
-    _launch_out_of_band(world, name)  # the job the failed launch "did not" create shows up
+    sent = world.isolated.root / "submissions" / "late-1" / f"{name}.yaml"
+    _launch_out_of_band(world, name, sent)  # the job the failed launch "did not" create shows up
     resumed = world.submit(MINIMAL, resume_run="late-1")
     assert resumed.exit_code == 0, resumed.to_json()
     assert resumed.transactions[-1]["state"] == "adopted"
@@ -113,10 +115,12 @@ def test_submit_unreadable_first_queue_is_a_no_op_rollback_that_blocks_nothing(
     assert _launches(world) == 1
 
 
-def _launch_out_of_band(world: World, name: str) -> None:
-    """Another client launches a job with ``name`` under the same controller identity."""
-    task = world.root / "other.yaml"
-    task.write_text("name: x\nrun: echo\n", encoding="utf-8")
+def _launch_out_of_band(world: World, name: str, task: Path | None = None) -> None:
+    """Another client launches a job with ``name`` under the same controller identity: of
+    ``task`` (an attempt's own file, carrying its launch identity) or of a task of its own."""
+    if task is None:
+        task = world.root / "other.yaml"
+        task.write_text("name: x\nrun: echo\n", encoding="utf-8")
     world.isolated.prepare(world.env, context="fake-a", controller=ControllerSettings())
     subprocess.run(
         [str(world.sky_bin), "jobs", "launch", "--name", name, "--yes", "--detach-run", str(task)],
